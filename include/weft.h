@@ -1,0 +1,307 @@
+/*
+ * weft — vendor-neutral GPU communication runtime: public host API.
+ *
+ * Conventions (all calls):
+ * - every call returns weft_status_t: WEFT_OK (0), WEFT_INPROGRESS, or a
+ *   negative WEFT_ERR_*; weft_status_string() names it and
+ *   weft_get_last_error() gives this thread's last error message, which
+ *   names the rank, operation and peer involved;
+ * - output parameters come last and are written only on success;
+ * - invalid arguments return WEFT_ERR_INVALID_ARGUMENT and change nothing;
+ * - the library never calls exit() or abort() and never writes to stdout.
+ *
+ * Thread safety: calls on one communicator are serialized internally;
+ * weft_comm_abort() and weft_comm_get_async_error() may be called from any
+ * thread at any time, including while another thread is blocked in a call
+ * on the same communicator.
+ */
+#ifndef WEFT_H
+#define WEFT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define WEFT_API __attribute__((visibility("default")))
+#else
+#define WEFT_API
+#endif
+
+#define WEFT_VERSION_MAJOR 0
+#define WEFT_VERSION_MINOR 1
+#define WEFT_VERSION_PATCH 0
+/** Encoded as major * 10000 + minor * 100 + patch. */
+#define WEFT_VERSION_CODE                                                    \
+    (WEFT_VERSION_MAJOR * 10000 + WEFT_VERSION_MINOR * 100 + WEFT_VERSION_PATCH)
+
+/* ------------------------------------------------------------------ */
+/* Status                                                              */
+/* ------------------------------------------------------------------ */
+
+typedef enum {
+    WEFT_OK = 0,
+    /** Not finished yet; call again (non-blocking calls only). */
+    WEFT_INPROGRESS = 1,
+    /** A NULL, out-of-range or inconsistent argument; nothing changed. */
+    WEFT_ERR_INVALID_ARGUMENT = -1,
+    WEFT_ERR_NO_MEMORY = -2,
+    /** A system call failed (the message names it and errno). */
+    WEFT_ERR_SYSTEM = -3,
+    /** A deadline passed (the message names what was awaited). */
+    WEFT_ERR_TIMEOUT = -4,
+    /** A peer closed, reset, died or reported an error. */
+    WEFT_ERR_REMOTE = -5,
+    /** The backend or build lacks what was asked for. */
+    WEFT_ERR_UNSUPPORTED = -6,
+    /** A peer failed authentication. */
+    WEFT_ERR_AUTH = -7,
+    /** A peer sent something the protocol does not allow. */
+    WEFT_ERR_PROTOCOL = -8,
+    /** The communicator was aborted. */
+    WEFT_ERR_ABORTED = -9,
+    /** A GPU runtime or driver call failed. */
+    WEFT_ERR_BACKEND = -10,
+    /** The named object (buffer, peer, algorithm) does not exist. */
+    WEFT_ERR_NOT_FOUND = -11,
+    /** An internal invariant failed: a bug in weft. */
+    WEFT_ERR_INTERNAL = -12
+} weft_status_t;
+
+/** A static string naming @p status ("WEFT_ERR_TIMEOUT: ..."). Never NULL. */
+WEFT_API const char *weft_status_string(weft_status_t status);
+
+/**
+ * The message of the last error detected in the calling thread (empty
+ * string if none). Valid until the thread's next weft call.
+ */
+WEFT_API const char *weft_get_last_error(void);
+
+/** Library version as WEFT_VERSION_CODE; useful against header mismatch. */
+WEFT_API weft_status_t weft_get_version(int *version);
+
+/* ------------------------------------------------------------------ */
+/* Unique id and bootstrap                                             */
+/* ------------------------------------------------------------------ */
+
+#define WEFT_UNIQUE_ID_BYTES 128
+/** Text form: 256 hex digits and a terminating NUL. */
+#define WEFT_UNIQUE_ID_TEXT_BYTES 257
+
+/**
+ * Identifies one job: the root's address and a 256-bit secret that every
+ * rank proves it knows. The secret is a bearer token: pass the id only to
+ * the job's own ranks. Never logged.
+ */
+typedef struct {
+    unsigned char internal[WEFT_UNIQUE_ID_BYTES];
+} weft_unique_id_t;
+
+/**
+ * Creates a new id and starts the bootstrap root for it in this process
+ * (a thread that lives until every rank has registered, or until the init
+ * deadline WEFT_INIT_TIMEOUT_MS). The root binds to WEFT_SOCKET_IFNAME's
+ * address, else the first usable non-loopback interface, else loopback.
+ */
+WEFT_API weft_status_t weft_get_unique_id(weft_unique_id_t *id);
+
+/** Writes @p id as text (256 hex digits + NUL) into @p buf of @p len >= 257. */
+WEFT_API weft_status_t weft_unique_id_format(const weft_unique_id_t *id,
+                                             char *buf, size_t len);
+
+/**
+ * Parses the text form (surrounding whitespace ignored) and validates it
+ * (magic, version, address, checksum). A malformed id is refused with
+ * WEFT_ERR_INVALID_ARGUMENT before any network I/O.
+ */
+WEFT_API weft_status_t weft_unique_id_parse(const char *text,
+                                            weft_unique_id_t *id);
+
+/** Validates a binary id; WEFT_OK or WEFT_ERR_INVALID_ARGUMENT. */
+WEFT_API weft_status_t weft_unique_id_validate(const weft_unique_id_t *id);
+
+/* ------------------------------------------------------------------ */
+/* Communicator                                                        */
+/* ------------------------------------------------------------------ */
+
+typedef struct weft_comm weft_comm_t;
+
+/** Optional communicator settings. Start from WEFT_COMM_CONFIG_INIT. */
+typedef struct {
+    size_t size;          /**< sizeof(weft_comm_config_t) */
+    unsigned version;     /**< WEFT_COMM_CONFIG_VERSION */
+    const char *backend;  /**< "host", "cuda", "hip"; NULL: WEFT_BACKEND */
+    int device;           /**< device index; -1: local rank modulo count */
+    int init_timeout_ms;  /**< 0: WEFT_INIT_TIMEOUT_MS */
+    int op_timeout_ms;    /**< bootstrap op deadline; 0: WEFT_BOOTSTRAP_TIMEOUT_MS */
+} weft_comm_config_t;
+
+#define WEFT_COMM_CONFIG_VERSION 1
+#define WEFT_COMM_CONFIG_INIT                                                \
+    { sizeof(weft_comm_config_t), WEFT_COMM_CONFIG_VERSION, NULL, -1, 0, 0 }
+
+/**
+ * Joins the job named by @p id as @p rank of @p nranks. Blocks until every
+ * rank has joined or the init deadline passes (WEFT_ERR_TIMEOUT, naming
+ * the ranks that never arrived where the root knows them).
+ * @param config may be NULL for defaults.
+ */
+WEFT_API weft_status_t weft_comm_init(const weft_unique_id_t *id, int nranks,
+                                      int rank,
+                                      const weft_comm_config_t *config,
+                                      weft_comm_t **comm);
+
+/**
+ * Joins a job started by an external launcher. Rank and size come from
+ * WEFT_RANK/WEFT_NRANKS, RANK/WORLD_SIZE (torchrun), OMPI_COMM_WORLD_*,
+ * PMI_RANK/PMI_SIZE or SLURM_PROCID/SLURM_NTASKS (first found). The root is
+ * WEFT_ROOT=host:port (rank 0 starts it there) or the address inside
+ * WEFT_UNIQUE_ID; the secret comes from WEFT_UNIQUE_ID, or, with
+ * WEFT_TRUST_LOCAL=1 and a loopback WEFT_ROOT only, from the user id.
+ */
+WEFT_API weft_status_t weft_comm_init_from_env(const weft_comm_config_t *config,
+                                               weft_comm_t **comm);
+
+/** Frees the communicator. Not collective; safe after abort or errors. */
+WEFT_API weft_status_t weft_comm_destroy(weft_comm_t *comm);
+
+/**
+ * Aborts the communicator: every call blocked on it returns
+ * WEFT_ERR_ABORTED within a bounded time, and later calls fail with it.
+ * Callable from any thread. Still call weft_comm_destroy afterwards.
+ */
+WEFT_API weft_status_t weft_comm_abort(weft_comm_t *comm);
+
+/**
+ * The first asynchronous error of the communicator (a dead peer, a
+ * timeout, an abort), or WEFT_OK. Callable from any thread.
+ */
+WEFT_API weft_status_t weft_comm_get_async_error(weft_comm_t *comm,
+                                                 weft_status_t *error);
+
+WEFT_API weft_status_t weft_comm_rank(const weft_comm_t *comm, int *rank);
+WEFT_API weft_status_t weft_comm_size(const weft_comm_t *comm, int *nranks);
+/** Rank among the ranks of the same host (same host identity). */
+WEFT_API weft_status_t weft_comm_local_rank(const weft_comm_t *comm, int *rank);
+WEFT_API weft_status_t weft_comm_local_size(const weft_comm_t *comm, int *n);
+/** Name of the GPU backend in use ("host", "cuda", "hip"). */
+WEFT_API weft_status_t weft_comm_backend(const weft_comm_t *comm,
+                                         const char **name);
+WEFT_API weft_status_t weft_comm_device(const weft_comm_t *comm, int *device);
+
+/* ------------------------------------------------------------------ */
+/* Bootstrap operations (host-side, over the authenticated TCP links)  */
+/* ------------------------------------------------------------------ */
+
+/** Tags with this bit set are reserved for weft itself. */
+#define WEFT_TAG_RESERVED (UINT64_C(1) << 63)
+
+/**
+ * Every rank contributes @p bytes_per_rank bytes at
+ * buf + rank * bytes_per_rank; on return buf holds all contributions.
+ * Collective; every rank passes the same size. Deadline: op timeout.
+ */
+WEFT_API weft_status_t weft_bootstrap_allgather(weft_comm_t *comm, void *buf,
+                                                size_t bytes_per_rank);
+/** Copies @p bytes from @p root's @p buf into every rank's @p buf. */
+WEFT_API weft_status_t weft_bootstrap_broadcast(weft_comm_t *comm, void *buf,
+                                                size_t bytes, int root);
+/** Returns once every rank has entered the barrier. */
+WEFT_API weft_status_t weft_bootstrap_barrier(weft_comm_t *comm);
+/**
+ * Sends @p bytes to @p peer under @p tag (reserved bit clear). Messages
+ * with the same (peer, tag) arrive in order. Returns once the data is
+ * handed to the kernel; does not wait for the matching receive.
+ */
+WEFT_API weft_status_t weft_bootstrap_send(weft_comm_t *comm, const void *buf,
+                                           size_t bytes, int peer,
+                                           uint64_t tag);
+/**
+ * Receives exactly @p bytes from @p peer under @p tag. A message of another
+ * length is a WEFT_ERR_PROTOCOL naming the peer.
+ */
+WEFT_API weft_status_t weft_bootstrap_recv(weft_comm_t *comm, void *buf,
+                                           size_t bytes, int peer,
+                                           uint64_t tag);
+
+/* ------------------------------------------------------------------ */
+/* Memory                                                              */
+/* ------------------------------------------------------------------ */
+
+/** Transports a registration is made for (bit set). */
+typedef enum {
+    WEFT_TRANSPORT_IPC = 1u << 0,      /**< same host: mapped by peers */
+    WEFT_TRANSPORT_ETHERNET = 1u << 1, /**< TCP net backend */
+    WEFT_TRANSPORT_IB = 1u << 2        /**< verbs net backend */
+} weft_transport_t;
+
+#define WEFT_TRANSPORT_ALL                                                   \
+    (WEFT_TRANSPORT_IPC | WEFT_TRANSPORT_ETHERNET | WEFT_TRANSPORT_IB)
+
+/**
+ * Allocates @p bytes of device memory that peers on the same host can map
+ * (host backend: a memfd mapping; cuda: cuMem VMM; hip: hipMalloc).
+ * Zero-filled. Free with weft_mem_free on the same communicator.
+ */
+WEFT_API weft_status_t weft_mem_alloc(weft_comm_t *comm, size_t bytes,
+                                      void **ptr);
+/**
+ * Frees memory from weft_mem_alloc. Registrations of it must have been
+ * deregistered first (else WEFT_ERR_INVALID_ARGUMENT, nothing freed).
+ */
+WEFT_API weft_status_t weft_mem_free(weft_comm_t *comm, void *ptr);
+
+/** A registered buffer: local, or a peer's imported through a handle. */
+typedef struct weft_mem weft_mem_t;
+
+/** Serialized registration: fixed size so it can be allgathered. */
+#define WEFT_MEM_HANDLE_BYTES 256
+typedef struct {
+    unsigned char internal[WEFT_MEM_HANDLE_BYTES];
+} weft_mem_handle_t;
+
+/**
+ * Registers [ptr, ptr + bytes) for @p transports. WEFT_TRANSPORT_IPC needs
+ * memory from weft_mem_alloc (the registration may cover part of it).
+ *
+ * Lifetime: the registration holds the memory's export open; deregister
+ * it before freeing the memory. Peers that imported it keep a mapping
+ * that stays valid until *they* deregister their imported handle, but the
+ * owner must not reuse the memory until peers are done with it (agree on
+ * that with a barrier).
+ */
+WEFT_API weft_status_t weft_mem_register(weft_comm_t *comm, void *ptr,
+                                         size_t bytes, unsigned transports,
+                                         weft_mem_t **mem);
+/** Releases a local registration or an imported one (unmapping it). */
+WEFT_API weft_status_t weft_mem_deregister(weft_mem_t *mem);
+/** Serializes a local registration for sending to peers. */
+WEFT_API weft_status_t weft_mem_serialize(const weft_mem_t *mem,
+                                          weft_mem_handle_t *handle);
+/**
+ * Imports a peer's serialized registration. On the same host with the IPC
+ * transport, the memory is mapped into this process (weft_mem_ptr gives
+ * the address). Handles of another job, a corrupt or truncated handle:
+ * WEFT_ERR_INVALID_ARGUMENT.
+ */
+WEFT_API weft_status_t weft_mem_deserialize(weft_comm_t *comm,
+                                            const weft_mem_handle_t *handle,
+                                            weft_mem_t **mem);
+/**
+ * The address through which this process reaches the memory: the local
+ * pointer, or the mapping of an imported peer buffer. WEFT_ERR_UNSUPPORTED
+ * when the memory is reachable only through a network transport.
+ */
+WEFT_API weft_status_t weft_mem_ptr(const weft_mem_t *mem, void **ptr);
+WEFT_API weft_status_t weft_mem_size(const weft_mem_t *mem, size_t *bytes);
+/** The rank that owns the memory. */
+WEFT_API weft_status_t weft_mem_rank(const weft_mem_t *mem, int *rank);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_H */

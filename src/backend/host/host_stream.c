@@ -1,0 +1,311 @@
+/*
+ * Host backend streams. A stream is an in-order queue of operations
+ * (launch, copy, event) executed by one worker thread. A launch runs each
+ * block on its own thread with nthreads = 1: block 0 on the stream's
+ * worker, blocks 1.. on the stream's block pool, created with the stream,
+ * so a launch never creates a thread. All blocks of a launch run at once,
+ * because kernel bodies may wait on each other.
+ */
+#include "config.h"
+#include "host.h"
+#include "log.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define QUEUE_LEN 256
+#define ARGS_MAX 512
+
+typedef enum { OP_LAUNCH, OP_COPY, OP_EVENT } op_kind_t;
+
+typedef struct {
+    op_kind_t kind;
+    uint64_t seq;
+    weft_kernel_fn_t fn;
+    unsigned nblocks;
+    void *dst;
+    const void *src;
+    size_t bytes;
+    _Alignas(16) unsigned char args[ARGS_MAX];
+} op_t;
+
+struct weft_gpu_stream {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;      /* queue or completion changed */
+    op_t ops[QUEUE_LEN];         /* ring: [head, tail) */
+    uint64_t head, tail;
+    uint64_t submitted, completed; /* sequence numbers of ops */
+    int stop;
+    pthread_t worker;
+
+    /* block pool: pool[i] runs block i + 1 of the current launch */
+    unsigned npool;
+    pthread_t *pool;
+    pthread_mutex_t plock;
+    pthread_cond_t pstart, pdone;
+    uint64_t gen;
+    const op_t *cur;
+    unsigned pending_blocks;
+    int pstop;
+};
+
+struct weft_gpu_event {
+    weft_gpu_stream_t *stream;
+    uint64_t seq; /* 0: never recorded */
+};
+
+typedef struct {
+    weft_gpu_stream_t *s;
+    unsigned index;
+} pool_arg_t;
+
+static void run_block(const op_t *op, unsigned block)
+{
+    weft_kctx_t k = {.block = block, .nblocks = op->nblocks, .thread = 0, .nthreads = 1};
+    op->fn(&k, (void *)op->args);
+}
+
+static void *pool_main(void *arg)
+{
+    pool_arg_t a = *(pool_arg_t *)arg;
+    weft_gpu_stream_t *s = a.s;
+    uint64_t seen = 0;
+    free(arg);
+    pthread_mutex_lock(&s->plock);
+    for (;;) {
+        while (!s->pstop && s->gen == seen)
+            pthread_cond_wait(&s->pstart, &s->plock);
+        if (s->pstop)
+            break;
+        seen = s->gen;
+        const op_t *op = s->cur;
+        if (a.index + 1 < op->nblocks) {
+            pthread_mutex_unlock(&s->plock);
+            run_block(op, a.index + 1);
+            pthread_mutex_lock(&s->plock);
+            if (--s->pending_blocks == 0)
+                pthread_cond_signal(&s->pdone);
+        }
+    }
+    pthread_mutex_unlock(&s->plock);
+    return NULL;
+}
+
+static void execute(weft_gpu_stream_t *s, const op_t *op)
+{
+    switch (op->kind) {
+    case OP_COPY:
+        memmove(op->dst, op->src, op->bytes);
+        break;
+    case OP_EVENT:
+        break;
+    case OP_LAUNCH:
+        pthread_mutex_lock(&s->plock);
+        s->cur = op;
+        s->pending_blocks = op->nblocks - 1;
+        s->gen++;
+        pthread_cond_broadcast(&s->pstart);
+        pthread_mutex_unlock(&s->plock);
+        run_block(op, 0);
+        pthread_mutex_lock(&s->plock);
+        while (s->pending_blocks > 0)
+            pthread_cond_wait(&s->pdone, &s->plock);
+        pthread_mutex_unlock(&s->plock);
+        break;
+    }
+}
+
+static void *stream_main(void *arg)
+{
+    weft_gpu_stream_t *s = arg;
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        while (!s->stop && s->head == s->tail)
+            pthread_cond_wait(&s->changed, &s->lock);
+        if (s->head == s->tail && s->stop)
+            break;
+        op_t *op = &s->ops[s->head % QUEUE_LEN];
+        pthread_mutex_unlock(&s->lock);
+        execute(s, op);
+        pthread_mutex_lock(&s->lock);
+        s->completed = op->seq;
+        s->head++;
+        pthread_cond_broadcast(&s->changed);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+static void stop_pool(weft_gpu_stream_t *s, unsigned started)
+{
+    pthread_mutex_lock(&s->plock);
+    s->pstop = 1;
+    pthread_cond_broadcast(&s->pstart);
+    pthread_mutex_unlock(&s->plock);
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(s->pool[i], NULL);
+}
+
+weft_status_t weft_host_stream_create(weft_gpu_ctx_t *ctx, weft_gpu_stream_t **out)
+{
+    weft_gpu_stream_t *s = calloc(1, sizeof(*s));
+    unsigned i;
+    int rc;
+
+    if (!s)
+        return WEFT_ERR_NO_MEMORY;
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->changed, NULL);
+    pthread_mutex_init(&s->plock, NULL);
+    pthread_cond_init(&s->pstart, NULL);
+    pthread_cond_init(&s->pdone, NULL);
+    s->npool = ctx->max_blocks - 1;
+    s->pool = calloc(s->npool ? s->npool : 1, sizeof(*s->pool));
+    if (!s->pool)
+        goto err_free;
+    for (i = 0; i < s->npool; i++) {
+        pool_arg_t *a = malloc(sizeof(*a));
+        if (!a)
+            goto err_pool;
+        a->s = s;
+        a->index = i;
+        if ((rc = pthread_create(&s->pool[i], NULL, pool_main, a)) != 0) {
+            free(a);
+            weft_error(WEFT_SUB_GPU, "host stream: cannot start block thread %u: %s", i, strerror(rc));
+            goto err_pool;
+        }
+    }
+    if ((rc = pthread_create(&s->worker, NULL, stream_main, s)) != 0) {
+        weft_error(WEFT_SUB_GPU, "host stream: cannot start its worker: %s", strerror(rc));
+        goto err_pool;
+    }
+    *out = s;
+    return WEFT_OK;
+err_pool:
+    stop_pool(s, i);
+err_free:
+    free(s->pool);
+    free(s);
+    return WEFT_ERR_SYSTEM;
+}
+
+weft_status_t weft_host_stream_destroy(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *s)
+{
+    (void)ctx;
+    pthread_mutex_lock(&s->lock);
+    s->stop = 1; /* the worker drains what is queued, then exits */
+    pthread_cond_broadcast(&s->changed);
+    pthread_mutex_unlock(&s->lock);
+    pthread_join(s->worker, NULL);
+    stop_pool(s, s->npool);
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->changed);
+    pthread_mutex_destroy(&s->plock);
+    pthread_cond_destroy(&s->pstart);
+    pthread_cond_destroy(&s->pdone);
+    free(s->pool);
+    free(s);
+    return WEFT_OK;
+}
+
+/* Reserves a queue slot (waiting while the ring is full); lock held. */
+static op_t *enqueue_begin(weft_gpu_stream_t *s)
+{
+    pthread_mutex_lock(&s->lock);
+    while (s->tail - s->head >= QUEUE_LEN)
+        pthread_cond_wait(&s->changed, &s->lock);
+    op_t *op = &s->ops[s->tail % QUEUE_LEN];
+    op->seq = ++s->submitted;
+    return op;
+}
+
+static void enqueue_end(weft_gpu_stream_t *s)
+{
+    s->tail++;
+    pthread_cond_broadcast(&s->changed);
+    pthread_mutex_unlock(&s->lock);
+}
+
+weft_status_t weft_host_stream_sync(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *s)
+{
+    (void)ctx;
+    pthread_mutex_lock(&s->lock);
+    uint64_t target = s->submitted;
+    while (s->completed < target)
+        pthread_cond_wait(&s->changed, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+    return WEFT_OK;
+}
+
+weft_status_t weft_host_memcpy_async(weft_gpu_ctx_t *ctx, void *dst, const void *src, size_t bytes,
+                                     weft_gpu_stream_t *s)
+{
+    (void)ctx;
+    op_t *op = enqueue_begin(s);
+    op->kind = OP_COPY;
+    op->dst = dst;
+    op->src = src;
+    op->bytes = bytes;
+    enqueue_end(s);
+    return WEFT_OK;
+}
+
+weft_status_t weft_host_launch(weft_gpu_ctx_t *ctx, const weft_gpu_launch_t *l, weft_gpu_stream_t *s)
+{
+    if (!l->host_fn || l->nblocks == 0 || l->nblocks > ctx->max_blocks || l->args_size > ARGS_MAX ||
+        (l->args_size && !l->args)) {
+        weft_error(WEFT_SUB_GPU, "host launch of %s: %u blocks (max %u), %zu bytes of arguments (max %d)",
+                   l->name ? l->name : "kernel", l->nblocks, ctx->max_blocks, l->args_size, ARGS_MAX);
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    op_t *op = enqueue_begin(s);
+    op->kind = OP_LAUNCH;
+    op->fn = l->host_fn;
+    op->nblocks = l->nblocks;
+    if (l->args_size)
+        memcpy(op->args, l->args, l->args_size);
+    enqueue_end(s);
+    return WEFT_OK;
+}
+
+weft_status_t weft_host_event_create(weft_gpu_ctx_t *ctx, weft_gpu_event_t **out)
+{
+    (void)ctx;
+    weft_gpu_event_t *e = calloc(1, sizeof(*e));
+    if (!e)
+        return WEFT_ERR_NO_MEMORY;
+    *out = e;
+    return WEFT_OK;
+}
+
+weft_status_t weft_host_event_destroy(weft_gpu_ctx_t *ctx, weft_gpu_event_t *e)
+{
+    (void)ctx;
+    free(e);
+    return WEFT_OK;
+}
+
+weft_status_t weft_host_event_record(weft_gpu_ctx_t *ctx, weft_gpu_event_t *e, weft_gpu_stream_t *s)
+{
+    (void)ctx;
+    op_t *op = enqueue_begin(s);
+    op->kind = OP_EVENT;
+    e->stream = s;
+    e->seq = op->seq;
+    enqueue_end(s);
+    return WEFT_OK;
+}
+
+weft_status_t weft_host_event_query(weft_gpu_ctx_t *ctx, weft_gpu_event_t *e)
+{
+    uint64_t done;
+    (void)ctx;
+    if (!e->stream)
+        return WEFT_OK;
+    pthread_mutex_lock(&e->stream->lock);
+    done = e->stream->completed;
+    pthread_mutex_unlock(&e->stream->lock);
+    return done >= e->seq ? WEFT_OK : WEFT_INPROGRESS;
+}

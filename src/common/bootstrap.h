@@ -1,0 +1,74 @@
+/*
+ * Bootstrap: the root that introduces ranks to each other, and the
+ * per-rank links over which the host-side collectives run.
+ *
+ * Protocol. Each rank connects to the root (purpose ROOT), authenticates
+ * and sends REGISTER {rank, nranks, its peer-listener address, host id}.
+ * The root checks rank against nranks (fixed by its own configuration or
+ * by the first valid registration), refuses duplicates with an ERROR
+ * frame, and once every rank has registered sends each of them the TABLE
+ * of all addresses and host ids, then closes. Ranks then talk directly:
+ * a rank sends to peer P only over the connection it opened to P (first
+ * frame IDENT {rank}), and receives from P over the connection P opened,
+ * so messages from one sender under one tag stay in order.
+ *
+ * Failure. Errors are sticky: once an operation fails (dead peer,
+ * timeout, abort) the bootstrap closes every link, so peers blocked on
+ * this rank fail promptly too instead of waiting for their deadline.
+ */
+#ifndef WEFT_BOOTSTRAP_H
+#define WEFT_BOOTSTRAP_H
+
+#include <stdint.h>
+#include "auth.h"
+#include "sock.h"
+#include "weft.h"
+
+#define WEFT_HOSTID_BYTES 16
+
+/* Decoded unique id. */
+typedef struct {
+    weft_addr_t root;
+    uint8_t secret[WEFT_SECRET_BYTES];
+} weft_uid_info_t;
+
+weft_status_t weft_uid_decode(const weft_unique_id_t *id, weft_uid_info_t *info);
+void weft_uid_encode(const weft_uid_info_t *info, weft_unique_id_t *id);
+
+/*
+ * Starts a root thread listening on @p bind (port 0: ephemeral) and
+ * returns the bound address. @p nranks 0 means "learn from the first
+ * registration". The thread ends once all ranks got the table or the
+ * deadline passed (registered ranks then get an ERROR naming the missing).
+ */
+weft_status_t weft_root_start(const weft_addr_t *bind, const weft_auth_t *auth, int nranks,
+                              int timeout_ms, weft_addr_t *bound);
+
+typedef struct weft_bootstrap weft_bootstrap_t;
+
+typedef struct {
+    int rank, nranks;
+    const weft_addr_t *root;
+    const weft_auth_t *auth;
+    uint8_t hostid[WEFT_HOSTID_BYTES];
+    int init_timeout_ms;
+    int op_timeout_ms;
+    int wake_fd; /* readable once the owner aborts; -1 if none */
+} weft_bootstrap_args_t;
+
+weft_status_t weft_bootstrap_create(const weft_bootstrap_args_t *args, weft_bootstrap_t **out);
+void weft_bootstrap_destroy(weft_bootstrap_t *b);
+
+const uint8_t *weft_bootstrap_hostid(const weft_bootstrap_t *b, int rank);
+
+weft_status_t weft_bootstrap_send_msg(weft_bootstrap_t *b, int peer, uint64_t tag,
+                                      const void *buf, size_t len);
+weft_status_t weft_bootstrap_recv_msg(weft_bootstrap_t *b, int peer, uint64_t tag, void *buf,
+                                      size_t len);
+weft_status_t weft_bootstrap_allgather_raw(weft_bootstrap_t *b, void *buf, size_t per_rank);
+weft_status_t weft_bootstrap_bcast_raw(weft_bootstrap_t *b, void *buf, size_t len, int root);
+weft_status_t weft_bootstrap_barrier_raw(weft_bootstrap_t *b);
+/* The sticky failure, or WEFT_OK. */
+weft_status_t weft_bootstrap_failed(const weft_bootstrap_t *b);
+
+#endif

@@ -1,0 +1,406 @@
+#include "config.h"
+#include "comm.h"
+#include "log.h"
+#include "param.h"
+#include "util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+void weft_comm_set_async_error(weft_comm_t *comm, weft_status_t status)
+{
+    int expected = WEFT_OK;
+    if (status == WEFT_OK)
+        return;
+    __atomic_compare_exchange_n(&comm->async_error, &expected, (int)status, 0, __ATOMIC_ACQ_REL,
+                                __ATOMIC_ACQUIRE);
+}
+
+weft_status_t weft_comm_enter(weft_comm_t *comm)
+{
+    if (__atomic_load_n(&comm->aborted, __ATOMIC_ACQUIRE))
+        return WEFT_ERR_ABORTED;
+    pthread_mutex_lock(&comm->lock);
+    if (__atomic_load_n(&comm->aborted, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_unlock(&comm->lock);
+        return WEFT_ERR_ABORTED;
+    }
+    return WEFT_OK;
+}
+
+void weft_comm_leave(weft_comm_t *comm)
+{
+    pthread_mutex_unlock(&comm->lock);
+}
+
+static int config_int(const weft_comm_config_t *cfg, size_t offset, int fallback)
+{
+    /* Fields beyond the caller's struct size keep their defaults. */
+    int v;
+    if (!cfg || cfg->size < offset + sizeof(int))
+        return fallback;
+    memcpy(&v, (const char *)cfg + offset, sizeof(int));
+    return v;
+}
+
+static weft_status_t check_config(const weft_comm_config_t *cfg)
+{
+    if (!cfg)
+        return WEFT_OK;
+    if (cfg->size < offsetof(weft_comm_config_t, backend) || cfg->version < 1 ||
+        cfg->version > WEFT_COMM_CONFIG_VERSION) {
+        weft_error_note("comm config: size %zu / version %u not understood (use WEFT_COMM_CONFIG_INIT)", cfg->size,
+                        cfg->version);
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    if (config_int(cfg, offsetof(weft_comm_config_t, device), -1) < -1 ||
+        config_int(cfg, offsetof(weft_comm_config_t, init_timeout_ms), 0) < 0 ||
+        config_int(cfg, offsetof(weft_comm_config_t, op_timeout_ms), 0) < 0) {
+        weft_error_note("comm config: negative device or timeout");
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    return WEFT_OK;
+}
+
+static const char *config_backend(const weft_comm_config_t *cfg)
+{
+    if (cfg && cfg->size >= offsetof(weft_comm_config_t, backend) + sizeof(char *) && cfg->backend)
+        return cfg->backend;
+    return weft_param_str(WEFT_P_BACKEND);
+}
+
+static void comm_free(weft_comm_t *comm)
+{
+    weft_ipc_destroy(comm->ipc);
+    if (comm->gctx)
+        comm->gpu->fini(comm->gctx);
+    weft_bootstrap_destroy(comm->boot);
+    if (comm->wake_fd >= 0)
+        close(comm->wake_fd);
+    pthread_mutex_destroy(&comm->lock);
+    memset(&comm->auth, 0, sizeof(comm->auth));
+    free(comm);
+}
+
+/* The part of init shared by weft_comm_init and weft_comm_init_from_env. */
+static weft_status_t comm_create(const weft_uid_info_t *uid, int nranks, int rank, const weft_comm_config_t *cfg,
+                                 weft_comm_t **out)
+{
+    weft_comm_t *comm;
+    weft_bootstrap_args_t args;
+    weft_status_t status;
+    const char *backend = config_backend(cfg);
+    const weft_gpu_ops_t *gpu = weft_gpu_find(backend);
+    int ndev = 0, device;
+
+    if (!gpu) {
+        weft_error(WEFT_SUB_INIT, "unknown or unbuilt GPU backend '%s'", backend);
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    comm = calloc(1, sizeof(*comm));
+    if (!comm)
+        return WEFT_ERR_NO_MEMORY;
+    pthread_mutex_init(&comm->lock, NULL);
+    comm->rank = rank;
+    comm->nranks = nranks;
+    comm->gpu = gpu;
+    weft_auth_init(&comm->auth, uid->secret);
+    comm->op_timeout_ms = config_int(cfg, offsetof(weft_comm_config_t, op_timeout_ms), 0);
+    if (comm->op_timeout_ms == 0)
+        comm->op_timeout_ms = (int)weft_param_int(WEFT_P_BOOTSTRAP_TIMEOUT_MS);
+    comm->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (comm->wake_fd < 0) {
+        weft_error(WEFT_SUB_INIT, "eventfd failed: %s", strerror(errno));
+        status = WEFT_ERR_SYSTEM;
+        goto err;
+    }
+    weft_host_identity(comm->hostid);
+    weft_log_set_rank(rank);
+
+    memset(&args, 0, sizeof(args));
+    args.rank = rank;
+    args.nranks = nranks;
+    args.root = &uid->root;
+    args.auth = &comm->auth;
+    memcpy(args.hostid, comm->hostid, WEFT_HOSTID_BYTES);
+    args.init_timeout_ms = config_int(cfg, offsetof(weft_comm_config_t, init_timeout_ms), 0);
+    if (args.init_timeout_ms == 0)
+        args.init_timeout_ms = (int)weft_param_int(WEFT_P_INIT_TIMEOUT_MS);
+    args.op_timeout_ms = comm->op_timeout_ms;
+    args.wake_fd = comm->wake_fd;
+    if ((status = weft_bootstrap_create(&args, &comm->boot)) != WEFT_OK)
+        goto err;
+
+    for (int r = 0; r < nranks; r++) {
+        if (memcmp(weft_bootstrap_hostid(comm->boot, r), comm->hostid, WEFT_HOSTID_BYTES) != 0)
+            continue;
+        if (r < rank)
+            comm->local_rank++;
+        comm->local_size++;
+    }
+
+    if ((status = gpu->device_count(&ndev)) != WEFT_OK || ndev < 1) {
+        weft_error(WEFT_SUB_INIT, "rank %d: backend %s has no usable device", rank, gpu->name);
+        status = WEFT_ERR_UNSUPPORTED;
+        goto err;
+    }
+    device = config_int(cfg, offsetof(weft_comm_config_t, device), -1);
+    if (device < 0)
+        device = comm->local_rank % ndev;
+    if (device >= ndev) {
+        weft_error(WEFT_SUB_INIT, "rank %d: device %d requested but backend %s has %d", rank, device, gpu->name,
+                   ndev);
+        status = WEFT_ERR_INVALID_ARGUMENT;
+        goto err;
+    }
+    comm->device = device;
+    if ((status = gpu->init(device, &comm->gctx)) != WEFT_OK) {
+        weft_error(WEFT_SUB_INIT, "rank %d: backend %s failed to initialise device %d: %s", rank, gpu->name,
+                   device, weft_status_string(status));
+        comm->gctx = NULL;
+        goto err;
+    }
+    comm->caps = gpu->caps(comm->gctx);
+    if ((comm->caps & WEFT_CAP_IPC_FD) && comm->local_size > 1 &&
+        (status = weft_ipc_create(&comm->auth, rank, &comm->ipc)) != WEFT_OK)
+        goto err;
+    /* Everyone's services are up before anyone uses them. */
+    if ((status = weft_bootstrap_barrier_raw(comm->boot)) != WEFT_OK)
+        goto err;
+    weft_info(WEFT_SUB_INIT, "rank %d of %d ready (local %d of %d, backend %s, device %d)", rank, nranks,
+              comm->local_rank, comm->local_size, gpu->name, device);
+    *out = comm;
+    return WEFT_OK;
+err:
+    comm_free(comm);
+    return status;
+}
+
+weft_status_t weft_comm_init(const weft_unique_id_t *id, int nranks, int rank, const weft_comm_config_t *config,
+                             weft_comm_t **comm)
+{
+    weft_uid_info_t uid;
+    weft_status_t status;
+
+    if (!id || !comm || nranks < 1 || rank < 0 || rank >= nranks) {
+        weft_error_note("weft_comm_init: invalid arguments (id %p, comm %p, rank %d of %d)", (const void *)id,
+                        (void *)comm, rank, nranks);
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    if ((status = check_config(config)) != WEFT_OK)
+        return status;
+    /* A malformed id is refused here, before any network I/O. */
+    if ((status = weft_uid_decode(id, &uid)) != WEFT_OK)
+        return status;
+    return comm_create(&uid, nranks, rank, config, comm);
+}
+
+/* Rank and size from the launcher's environment, first match wins. */
+static int env_rank_size(int *rank, int *size)
+{
+    static const char *const pairs[][2] = {
+        {"WEFT_RANK", "WEFT_NRANKS"},
+        {"RANK", "WORLD_SIZE"},
+        {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+        {"PMI_RANK", "PMI_SIZE"},
+        {"PMIX_RANK", "PMIX_SIZE"},
+        {"SLURM_PROCID", "SLURM_NTASKS"},
+    };
+    for (size_t i = 0; i < WEFT_ARRAY_SIZE(pairs); i++) {
+        const char *r = getenv(pairs[i][0]), *s = getenv(pairs[i][1]);
+        long rv, sv;
+        if (!r || !s)
+            continue;
+        if (!weft_parse_long(s, 1, 1 << 24, &sv) || !weft_parse_long(r, 0, sv - 1, &rv)) {
+            weft_error_note("launcher environment: %s=%s / %s=%s is not a valid rank and size", pairs[i][0], r,
+                            pairs[i][1], s);
+            return -1;
+        }
+        *rank = (int)rv;
+        *size = (int)sv;
+        return 1;
+    }
+    weft_error_note("no rank/size in the environment (WEFT_RANK/WEFT_NRANKS, RANK/WORLD_SIZE, "
+                    "OMPI_COMM_WORLD_*, PMI_*, SLURM_PROCID/SLURM_NTASKS)");
+    return 0;
+}
+
+weft_status_t weft_comm_init_from_env(const weft_comm_config_t *config, weft_comm_t **comm)
+{
+    const char *root_text = weft_param_str(WEFT_P_ROOT);
+    const char *id_text = weft_param_str(WEFT_P_UNIQUE_ID);
+    weft_uid_info_t uid;
+    weft_status_t status;
+    int rank, nranks;
+
+    if (!comm)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    if ((status = check_config(config)) != WEFT_OK)
+        return status;
+    if (env_rank_size(&rank, &nranks) != 1)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    memset(&uid, 0, sizeof(uid));
+    if (id_text && *id_text) {
+        weft_unique_id_t id;
+        if ((status = weft_unique_id_parse(id_text, &id)) != WEFT_OK)
+            return status;
+        weft_uid_decode(&id, &uid);
+    }
+    if (root_text && *root_text) {
+        if ((status = weft_addr_parse(root_text, &uid.root)) != WEFT_OK)
+            return status;
+    } else if (!(id_text && *id_text)) {
+        weft_error_note("launcher start needs WEFT_ROOT=host:port or WEFT_UNIQUE_ID");
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    if (!(id_text && *id_text)) {
+        /* No shared secret: allowed only on one trusted host, by opt-in. */
+        char text[160];
+        if (weft_param_int(WEFT_P_TRUST_LOCAL) != 1 || !weft_addr_is_loopback(&uid.root)) {
+            weft_error_note("no secret: set WEFT_UNIQUE_ID, or WEFT_TRUST_LOCAL=1 with a loopback WEFT_ROOT");
+            return WEFT_ERR_INVALID_ARGUMENT;
+        }
+        snprintf(text, sizeof(text), "weft-trust-local:%u:%s", (unsigned)geteuid(), root_text);
+        weft_sha256(text, strlen(text), uid.secret);
+    }
+    if (rank == 0) {
+        /* Rank 0 runs the root at the agreed address. */
+        weft_auth_t auth;
+        int timeout = config_int(config, offsetof(weft_comm_config_t, init_timeout_ms), 0);
+        weft_auth_init(&auth, uid.secret);
+        status = weft_root_start(&uid.root, &auth, nranks,
+                                 timeout ? timeout : (int)weft_param_int(WEFT_P_INIT_TIMEOUT_MS), NULL);
+        memset(&auth, 0, sizeof(auth));
+        if (status != WEFT_OK)
+            return status;
+    }
+    return comm_create(&uid, nranks, rank, config, comm);
+}
+
+weft_status_t weft_comm_destroy(weft_comm_t *comm)
+{
+    if (!comm)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&comm->lock);
+    while (comm->allocs) {
+        weft_alloc_rec_t *a = comm->allocs;
+        comm->allocs = a->next;
+        if (a->exported)
+            weft_ipc_withdraw(comm->ipc, a->export_id);
+        comm->gpu->mem_free(comm->gctx, &a->a);
+        free(a);
+    }
+    pthread_mutex_unlock(&comm->lock);
+    comm_free(comm);
+    return WEFT_OK;
+}
+
+weft_status_t weft_comm_abort(weft_comm_t *comm)
+{
+    uint64_t one = 1;
+    if (!comm)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    __atomic_store_n(&comm->aborted, 1, __ATOMIC_RELEASE);
+    weft_comm_set_async_error(comm, WEFT_ERR_ABORTED);
+    /* Wakes any poll of the bootstrap at once. */
+    if (write(comm->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+        weft_warn(WEFT_SUB_INIT, "abort: cannot signal the wake fd: %s", strerror(errno));
+    return WEFT_OK;
+}
+
+weft_status_t weft_comm_get_async_error(weft_comm_t *comm, weft_status_t *error)
+{
+    if (!comm || !error)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    *error = (weft_status_t)__atomic_load_n(&comm->async_error, __ATOMIC_ACQUIRE);
+    return WEFT_OK;
+}
+
+#define COMM_GETTER(fn, field)                                                                                   \
+    weft_status_t fn(const weft_comm_t *comm, int *out)                                                           \
+    {                                                                                                              \
+        if (!comm || !out)                                                                                         \
+            return WEFT_ERR_INVALID_ARGUMENT;                                                                      \
+        *out = comm->field;                                                                                        \
+        return WEFT_OK;                                                                                            \
+    }
+COMM_GETTER(weft_comm_rank, rank)
+COMM_GETTER(weft_comm_size, nranks)
+COMM_GETTER(weft_comm_local_rank, local_rank)
+COMM_GETTER(weft_comm_local_size, local_size)
+COMM_GETTER(weft_comm_device, device)
+
+weft_status_t weft_comm_backend(const weft_comm_t *comm, const char **name)
+{
+    if (!comm || !name)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    *name = comm->gpu->name;
+    return WEFT_OK;
+}
+
+/* ---------------------------------------------------------------- */
+/* Bootstrap operations                                              */
+/* ---------------------------------------------------------------- */
+
+static weft_status_t boot_done(weft_comm_t *comm, weft_status_t status)
+{
+    if (status != WEFT_OK && status != WEFT_ERR_INVALID_ARGUMENT)
+        weft_comm_set_async_error(comm, status);
+    weft_comm_leave(comm);
+    return status;
+}
+
+weft_status_t weft_bootstrap_allgather(weft_comm_t *comm, void *buf, size_t bytes_per_rank)
+{
+    size_t total;
+    weft_status_t status;
+    if (!comm || (!buf && bytes_per_rank) || !weft_mul_size(bytes_per_rank, (size_t)comm->nranks, &total))
+        return WEFT_ERR_INVALID_ARGUMENT;
+    if ((status = weft_comm_enter(comm)) != WEFT_OK)
+        return status;
+    return boot_done(comm, weft_bootstrap_allgather_raw(comm->boot, buf, bytes_per_rank));
+}
+
+weft_status_t weft_bootstrap_broadcast(weft_comm_t *comm, void *buf, size_t bytes, int root)
+{
+    weft_status_t status;
+    if (!comm || (!buf && bytes) || root < 0 || root >= comm->nranks)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    if ((status = weft_comm_enter(comm)) != WEFT_OK)
+        return status;
+    return boot_done(comm, weft_bootstrap_bcast_raw(comm->boot, buf, bytes, root));
+}
+
+weft_status_t weft_bootstrap_barrier(weft_comm_t *comm)
+{
+    weft_status_t status;
+    if (!comm)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    if ((status = weft_comm_enter(comm)) != WEFT_OK)
+        return status;
+    return boot_done(comm, weft_bootstrap_barrier_raw(comm->boot));
+}
+
+weft_status_t weft_bootstrap_send(weft_comm_t *comm, const void *buf, size_t bytes, int peer, uint64_t tag)
+{
+    weft_status_t status;
+    if (!comm || (!buf && bytes) || peer < 0 || peer >= comm->nranks || (tag & WEFT_TAG_RESERVED))
+        return WEFT_ERR_INVALID_ARGUMENT;
+    if ((status = weft_comm_enter(comm)) != WEFT_OK)
+        return status;
+    return boot_done(comm, weft_bootstrap_send_msg(comm->boot, peer, tag, buf, bytes));
+}
+
+weft_status_t weft_bootstrap_recv(weft_comm_t *comm, void *buf, size_t bytes, int peer, uint64_t tag)
+{
+    weft_status_t status;
+    if (!comm || (!buf && bytes) || peer < 0 || peer >= comm->nranks || (tag & WEFT_TAG_RESERVED))
+        return WEFT_ERR_INVALID_ARGUMENT;
+    if ((status = weft_comm_enter(comm)) != WEFT_OK)
+        return status;
+    return boot_done(comm, weft_bootstrap_recv_msg(comm->boot, peer, tag, buf, bytes));
+}

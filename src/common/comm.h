@@ -1,0 +1,45 @@
+/* The communicator object shared by the core's files. */
+#ifndef WEFT_COMM_H
+#define WEFT_COMM_H
+
+#include <pthread.h>
+#include "auth.h"
+#include "bootstrap.h"
+#include "gpu.h"
+#include "ipc.h"
+#include "weft.h"
+
+typedef struct weft_alloc_rec {
+    struct weft_alloc_rec *next;
+    weft_gpu_alloc_t a;
+    int nregs;           /* registrations that use it */
+    int exported;        /* IPC export registered with the fd service */
+    uint64_t export_id;
+    weft_gpu_ipc_export_t ipc;
+} weft_alloc_rec_t;
+
+struct weft_comm {
+    int rank, nranks, local_rank, local_size, device;
+    weft_auth_t auth;
+    uint8_t hostid[WEFT_HOSTID_BYTES];
+    const weft_gpu_ops_t *gpu;
+    weft_gpu_ctx_t *gctx;
+    uint64_t caps;
+    weft_bootstrap_t *boot;
+    weft_ipc_t *ipc;
+    int wake_fd;           /* eventfd: readable once aborted */
+    int aborted;           /* atomic */
+    int async_error;       /* atomic weft_status_t, first error wins */
+    int op_timeout_ms;
+    pthread_mutex_t lock;  /* serializes calls other than abort/get_async_error */
+    weft_alloc_rec_t *allocs;
+    int nmems;             /* live registrations and imports */
+};
+
+/* Records @p status as the async error if none is recorded yet. */
+void weft_comm_set_async_error(weft_comm_t *comm, weft_status_t status);
+/* Takes the communicator's lock; WEFT_ERR_ABORTED (unlocked) after abort. */
+weft_status_t weft_comm_enter(weft_comm_t *comm);
+void weft_comm_leave(weft_comm_t *comm);
+
+#endif

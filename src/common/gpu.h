@@ -1,0 +1,126 @@
+/*
+ * The GPU backend table (DESIGN.md §3).
+ *
+ * A backend fills a weft_gpu_ops_t with designated initializers, leaving
+ * out what it lacks; weft_gpu_register() copies it over a table of typed
+ * stubs that return WEFT_ERR_UNSUPPORTED, so callers never test for NULL.
+ * Algorithms choose by capability bits, never by a backend's name.
+ * Every operation takes the backend's per-communicator context first.
+ */
+#ifndef WEFT_GPU_H
+#define WEFT_GPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "weft.h"
+#include "weft/device.h"
+
+#define WEFT_GPU_ABI_VERSION 1
+
+/* Capabilities. */
+#define WEFT_CAP_IPC (1ull << 0)         /* peers on the host can map device memory */
+#define WEFT_CAP_MULTICAST (1ull << 1)   /* switch channel (NVLS) */
+#define WEFT_CAP_DMABUF (1ull << 2)      /* device memory exports a dma-buf fd */
+#define WEFT_CAP_HOST_MAPPED (1ull << 3) /* host memory the device can access */
+#define WEFT_CAP_IPC_FD (1ull << 4)      /* IPC handles are file descriptors */
+
+/* IPC handles are opaque blobs of at most this size. */
+#define WEFT_IPC_BLOB_BYTES 96
+
+typedef struct weft_gpu_ctx weft_gpu_ctx_t;   /* backend-private */
+typedef struct weft_gpu_stream weft_gpu_stream_t;
+typedef struct weft_gpu_event weft_gpu_event_t;
+
+typedef struct {
+    char name[64];
+    int index;
+    size_t total_mem;
+    int pci_bus;            /* -1 if not a PCI device */
+    char pci_bus_id[32];    /* "0000:17:00.0" or "" */
+    unsigned max_blocks;    /* most blocks one launch may have */
+} weft_gpu_props_t;
+
+/* One device allocation, described to the core. */
+typedef struct {
+    void *ptr;
+    size_t size;     /* rounded up to the backend's granularity */
+    void *priv;      /* backend's handle */
+} weft_gpu_alloc_t;
+
+/* An IPC export: a blob and, for fd-based handles, an fd to pass. */
+typedef struct {
+    uint8_t blob[WEFT_IPC_BLOB_BYTES];
+    uint32_t blob_len;
+    int fd;          /* -1 when the blob alone suffices; owned by the caller */
+} weft_gpu_ipc_export_t;
+
+/* A kernel body: see include/weft/device.h. */
+typedef void (*weft_kernel_fn_t)(const weft_kctx_t *k, void *args);
+
+typedef struct {
+    const char *name;       /* built-in kernel name, for GPU backends */
+    weft_kernel_fn_t host_fn; /* body, for the host backend */
+    unsigned nblocks, nthreads;
+    void *args;             /* copied at launch */
+    size_t args_size;
+} weft_gpu_launch_t;
+
+typedef struct weft_gpu_ops {
+    uint32_t abi_version;
+    size_t size;
+    const char *name;
+
+    weft_status_t (*device_count)(int *count);
+    weft_status_t (*init)(int device, weft_gpu_ctx_t **ctx);
+    void (*fini)(weft_gpu_ctx_t *ctx);
+    uint64_t (*caps)(weft_gpu_ctx_t *ctx);
+    weft_status_t (*props)(weft_gpu_ctx_t *ctx, weft_gpu_props_t *props);
+
+    weft_status_t (*mem_alloc)(weft_gpu_ctx_t *ctx, size_t bytes, weft_gpu_alloc_t *out);
+    weft_status_t (*mem_free)(weft_gpu_ctx_t *ctx, weft_gpu_alloc_t *alloc);
+    /* Host memory the device can access: *host for the CPU, *dev for kernels. */
+    weft_status_t (*host_alloc_mapped)(weft_gpu_ctx_t *ctx, size_t bytes, void **host, void **dev);
+    weft_status_t (*host_free)(weft_gpu_ctx_t *ctx, void *host);
+
+    weft_status_t (*ipc_export)(weft_gpu_ctx_t *ctx, const weft_gpu_alloc_t *alloc,
+                                weft_gpu_ipc_export_t *out);
+    /* Maps a peer's export; @p fd is the passed fd (or -1), consumed. */
+    weft_status_t (*ipc_import)(weft_gpu_ctx_t *ctx, const uint8_t *blob, uint32_t blob_len, int fd,
+                                size_t size, void **ptr, void **handle);
+    weft_status_t (*ipc_close)(weft_gpu_ctx_t *ctx, void *ptr, void *handle);
+
+    weft_status_t (*mc_create)(weft_gpu_ctx_t *ctx, size_t bytes, int nranks, void **mc);
+    weft_status_t (*mc_bind)(weft_gpu_ctx_t *ctx, void *mc, const weft_gpu_alloc_t *alloc, void **mc_ptr);
+    weft_status_t (*mc_unbind)(weft_gpu_ctx_t *ctx, void *mc);
+
+    weft_status_t (*stream_create)(weft_gpu_ctx_t *ctx, weft_gpu_stream_t **stream);
+    weft_status_t (*stream_destroy)(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *stream);
+    weft_status_t (*stream_sync)(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *stream);
+    weft_status_t (*event_create)(weft_gpu_ctx_t *ctx, weft_gpu_event_t **event);
+    weft_status_t (*event_destroy)(weft_gpu_ctx_t *ctx, weft_gpu_event_t *event);
+    weft_status_t (*event_record)(weft_gpu_ctx_t *ctx, weft_gpu_event_t *event, weft_gpu_stream_t *stream);
+    /* WEFT_OK when complete, WEFT_INPROGRESS when not. */
+    weft_status_t (*event_query)(weft_gpu_ctx_t *ctx, weft_gpu_event_t *event);
+    weft_status_t (*memcpy_async)(weft_gpu_ctx_t *ctx, void *dst, const void *src, size_t bytes,
+                                  weft_gpu_stream_t *stream);
+    weft_status_t (*launch)(weft_gpu_ctx_t *ctx, const weft_gpu_launch_t *launch, weft_gpu_stream_t *stream);
+} weft_gpu_ops_t;
+
+/* Looks a backend up by name; the table returned is complete (stubs filled
+ * in). NULL if the build has no such backend. */
+const weft_gpu_ops_t *weft_gpu_find(const char *name);
+/* Names of the backends in this build, NULL-terminated. */
+const char *const *weft_gpu_names(void);
+
+/* Fills @p dst from @p src, stubs for what src leaves NULL. */
+void weft_gpu_ops_complete(weft_gpu_ops_t *dst, const weft_gpu_ops_t *src);
+
+extern const weft_gpu_ops_t weft_host_gpu_ops;
+#ifdef WEFT_HAVE_CUDA
+extern const weft_gpu_ops_t weft_cuda_gpu_ops;
+#endif
+#ifdef WEFT_HAVE_HIP
+extern const weft_gpu_ops_t weft_hip_gpu_ops;
+#endif
+
+#endif

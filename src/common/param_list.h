@@ -1,0 +1,42 @@
+/*
+ * Every environment parameter of weft, declared once:
+ * WEFT_PARAM(id, NAME, type, default, help)
+ * type: INT (long), STR. Read once from the environment (weft_param_*).
+ * `weft-info -c` prints them all with their current values.
+ */
+WEFT_PARAM(LOG_LEVEL, "WEFT_LOG_LEVEL", STR, "warn",
+           "log level: none, error, warn, info, debug, trace")
+WEFT_PARAM(LOG_SUBSYS, "WEFT_LOG_SUBSYS", STR, "all",
+           "comma-separated subsystems to log (init,boot,net,mem,ipc,gpu,coll,proxy,all); ^list excludes")
+WEFT_PARAM(LOG_FILE, "WEFT_LOG_FILE", STR, "",
+           "log to this file instead of stderr; %h is replaced by the host name, %p by the pid")
+WEFT_PARAM(BACKEND, "WEFT_BACKEND", STR, "host",
+           "GPU backend: host, cuda or hip")
+WEFT_PARAM(SOCKET_IFNAME, "WEFT_SOCKET_IFNAME", STR, "",
+           "interfaces for bootstrap and TCP (prefix match; ^a,b excludes; =name exact)")
+WEFT_PARAM(SOCKET_FAMILY, "WEFT_SOCKET_FAMILY", STR, "",
+           "address family to prefer: AF_INET or AF_INET6 (default: either)")
+WEFT_PARAM(INIT_TIMEOUT_MS, "WEFT_INIT_TIMEOUT_MS", INT, "120000",
+           "deadline for communicator creation (all ranks joining), ms")
+WEFT_PARAM(BOOTSTRAP_TIMEOUT_MS, "WEFT_BOOTSTRAP_TIMEOUT_MS", INT, "120000",
+           "deadline of one bootstrap operation (allgather, barrier, recv, ...), ms")
+WEFT_PARAM(HANDSHAKE_TIMEOUT_MS, "WEFT_HANDSHAKE_TIMEOUT_MS", INT, "5000",
+           "deadline for a new connection to authenticate and identify itself, ms")
+WEFT_PARAM(BOOTSTRAP_MAX_PENDING, "WEFT_BOOTSTRAP_MAX_PENDING", INT, "64",
+           "unauthenticated connections a listener keeps; beyond it the oldest is dropped")
+WEFT_PARAM(BOOTSTRAP_MAX_MSG, "WEFT_BOOTSTRAP_MAX_MSG", INT, "268435456",
+           "largest bootstrap message accepted, bytes")
+WEFT_PARAM(ROOT, "WEFT_ROOT", STR, "",
+           "host:port of the bootstrap root for launcher-started jobs (rank 0 listens there)")
+WEFT_PARAM(UNIQUE_ID, "WEFT_UNIQUE_ID", STR, "",
+           "unique id (text form) for launcher-started jobs: gives the secret (and root if WEFT_ROOT is unset)")
+WEFT_PARAM(TRUST_LOCAL, "WEFT_TRUST_LOCAL", INT, "0",
+           "1: derive the secret from the user id when WEFT_ROOT is a loopback address (single trusted host only)")
+WEFT_PARAM(HOSTID, "WEFT_HOSTID", STR, "",
+           "override the host identity (ranks with equal ids share memory)")
+WEFT_PARAM(IPC_DIR, "WEFT_IPC_DIR", STR, "",
+           "directory for per-job Unix sockets (default: $XDG_RUNTIME_DIR or /tmp)")
+WEFT_PARAM(HOST_MAX_BLOCKS, "WEFT_HOST_MAX_BLOCKS", INT, "64",
+           "host backend: worker threads per communicator = most blocks one launch may have")
+WEFT_PARAM(NVLS_ENABLE, "WEFT_NVLS_ENABLE", INT, "0",
+           "1 enables the switch channel (NVLink multicast) where the GPU has it; also off when NCCL_NVLS_ENABLE=0")

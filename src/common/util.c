@@ -1,0 +1,150 @@
+#include "config.h"
+#include "util.h"
+#include "log.h"
+#include "param.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include "auth.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+uint64_t weft_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t weft_deadline_ms(int ms)
+{
+    if (ms <= 0)
+        return weft_now_ns();
+    return weft_now_ns() + (uint64_t)ms * 1000000ull;
+}
+
+int weft_ms_left(uint64_t deadline)
+{
+    uint64_t now = weft_now_ns();
+    if (now >= deadline)
+        return 0;
+    uint64_t ms = (deadline - now + 999999ull) / 1000000ull;
+    return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+weft_status_t weft_random_bytes(void *buf, size_t len)
+{
+    unsigned char *p = buf;
+    while (len > 0) {
+        ssize_t n = getrandom(p, len, 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            weft_error(WEFT_SUB_INIT, "getrandom failed: %s", strerror(errno));
+            return WEFT_ERR_SYSTEM;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return WEFT_OK;
+}
+
+void weft_hex_encode(const void *in, size_t len, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    const unsigned char *p = in;
+    for (size_t i = 0; i < len; i++) {
+        out[2 * i] = digits[p[i] >> 4];
+        out[2 * i + 1] = digits[p[i] & 15];
+    }
+    out[2 * len] = '\0';
+}
+
+static int hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+int weft_hex_decode(const char *in, size_t len, void *out)
+{
+    unsigned char *p = out;
+    for (size_t i = 0; i < len; i++) {
+        int hi = hex_value(in[2 * i]), lo;
+        if (hi < 0)
+            return 0;
+        lo = hex_value(in[2 * i + 1]);
+        if (lo < 0)
+            return 0;
+        p[i] = (unsigned char)(hi << 4 | lo);
+    }
+    return 1;
+}
+
+int weft_parse_long(const char *s, long min, long max, long *out)
+{
+    char *end;
+    long v;
+    if (!s || !*s)
+        return 0;
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno || *end != '\0' || v < min || v > max)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+static int read_small_file(const char *path, char *buf, size_t len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n;
+    if (fd < 0)
+        return -1;
+    n = read(fd, buf, len - 1);
+    close(fd);
+    if (n < 0)
+        return -1;
+    buf[n] = '\0';
+    return (int)n;
+}
+
+weft_status_t weft_host_identity(uint8_t out[16])
+{
+    const char *override = weft_param_str(WEFT_P_HOSTID);
+    uint8_t digest[32];
+    char text[512] = "";
+    char part[160];
+
+    if (override && *override) {
+        snprintf(text, sizeof(text), "override:%s", override);
+    } else {
+        /* Processes can share memory when they run on the same booted
+         * kernel; a separate network namespace counts as another host so
+         * that namespace tests exercise the network path. */
+        if (gethostname(part, sizeof(part)) == 0) {
+            part[sizeof(part) - 1] = '\0';
+            strncat(text, part, sizeof(text) - strlen(text) - 1);
+        }
+        if (read_small_file("/proc/sys/kernel/random/boot_id", part, sizeof(part)) > 0)
+            strncat(text, part, sizeof(text) - strlen(text) - 1);
+        ssize_t n = readlink("/proc/self/ns/net", part, sizeof(part) - 1);
+        if (n > 0) {
+            part[n] = '\0';
+            strncat(text, part, sizeof(text) - strlen(text) - 1);
+        }
+    }
+    weft_sha256(text, strlen(text), digest);
+    memcpy(out, digest, 16);
+    return WEFT_OK;
+}

@@ -1,0 +1,118 @@
+#include "basic.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int planned, run, failed;
+
+void plan(int n)
+{
+    planned = n;
+    printf("1..%d\n", n);
+    fflush(stdout);
+}
+
+void skip_all(const char *fmt, ...)
+{
+    va_list ap;
+    printf("1..0 # SKIP ");
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    fflush(stdout);
+    exit(0);
+}
+
+void bail(const char *fmt, ...)
+{
+    va_list ap;
+    printf("Bail out! ");
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    fflush(stdout);
+    exit(255);
+}
+
+static int report(int success, const char *fmt, va_list ap)
+{
+    run++;
+    if (!success)
+        failed++;
+    printf("%s %d - ", success ? "ok" : "not ok", run);
+    vprintf(fmt, ap);
+    printf("\n");
+    fflush(stdout);
+    return success;
+}
+
+int ok(int success, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    report(success, fmt, ap);
+    va_end(ap);
+    return success;
+}
+
+int is_int(long want, long got, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    report(want == got, fmt, ap);
+    va_end(ap);
+    if (want != got)
+        diag("wanted %ld, got %ld", want, got);
+    return want == got;
+}
+
+int is_string(const char *want, const char *got, const char *fmt, ...)
+{
+    int same = want && got ? strcmp(want, got) == 0 : want == got;
+    va_list ap;
+    va_start(ap, fmt);
+    report(same, fmt, ap);
+    va_end(ap);
+    if (!same)
+        diag("wanted \"%s\", got \"%s\"", want ? want : "(null)", got ? got : "(null)");
+    return same;
+}
+
+void skip(const char *fmt, ...)
+{
+    va_list ap;
+    run++;
+    printf("ok %d # SKIP ", run);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    fflush(stdout);
+}
+
+void diag(const char *fmt, ...)
+{
+    va_list ap;
+    char buf[2048];
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    /* One "# " per line so TAP parsers keep it a comment. */
+    for (char *line = buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+        nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        printf("# %s\n", line);
+    }
+    fflush(stdout);
+}
+
+int test_done(void)
+{
+    if (run != planned)
+        diag("planned %d tests but ran %d", planned, run);
+    return failed == 0 && run == planned ? 0 : 1;
+}

@@ -1,0 +1,90 @@
+#include "launch.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int run_one(const weft_unique_id_t *id, int nranks, int rank, const weft_comm_config_t *cfg,
+                   tool_rank_fn_t fn, void *arg)
+{
+    weft_comm_t *comm;
+    weft_status_t status;
+    int rc;
+
+    status = id ? weft_comm_init(id, nranks, rank, cfg, &comm) : weft_comm_init_from_env(cfg, &comm);
+    if (status != WEFT_OK) {
+        fprintf(stderr, "rank %d: communicator creation failed: %s: %s\n", rank, weft_status_string(status),
+                weft_get_last_error());
+        return 3;
+    }
+    rc = fn(comm, arg);
+    weft_comm_destroy(comm);
+    return rc;
+}
+
+int tool_run_ranks(int nranks, const weft_comm_config_t *cfg, tool_rank_fn_t fn, void *arg, int grace_ms)
+{
+    weft_unique_id_t id;
+    pid_t *pids;
+    int remaining = nranks, first_bad = 0;
+    struct timespec failed_at = {0, 0};
+
+    if (nranks == 0)
+        return run_one(NULL, 0, -1, cfg, fn, arg);
+    if (weft_get_unique_id(&id) != WEFT_OK) {
+        fprintf(stderr, "cannot create a unique id: %s\n", weft_get_last_error());
+        return 3;
+    }
+    pids = calloc((size_t)nranks, sizeof(*pids));
+    if (!pids)
+        return 3;
+    fflush(stdout);
+    fflush(stderr);
+    for (int r = 0; r < nranks; r++) {
+        pids[r] = fork();
+        if (pids[r] < 0) {
+            fprintf(stderr, "fork failed: %s\n", strerror(errno));
+            for (int k = 0; k < r; k++)
+                kill(pids[k], SIGKILL);
+            free(pids);
+            return 3;
+        }
+        if (pids[r] == 0) {
+            int rc = run_one(&id, nranks, r, cfg, fn, arg);
+            fflush(stdout);
+            _exit(rc);
+        }
+    }
+    while (remaining > 0) {
+        int status;
+        pid_t pid = waitpid(-1, &status, first_bad ? WNOHANG : 0);
+        if (pid > 0) {
+            int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            remaining--;
+            if (code != 0 && !first_bad) {
+                first_bad = code;
+                clock_gettime(CLOCK_MONOTONIC, &failed_at);
+            }
+            continue;
+        }
+        if (pid < 0 && errno != EINTR)
+            break;
+        if (first_bad) {
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            long ms = (now.tv_sec - failed_at.tv_sec) * 1000 + (now.tv_nsec - failed_at.tv_nsec) / 1000000;
+            if (ms > grace_ms) {
+                for (int r = 0; r < nranks; r++)
+                    kill(pids[r], SIGKILL);
+            }
+            usleep(10000);
+        }
+    }
+    free(pids);
+    return first_bad;
+}

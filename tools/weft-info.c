@@ -1,0 +1,108 @@
+/* weft-info: what this build of weft has, and its parameters (-c). */
+#include "config.h"
+#include "gpu.h"
+#include "param.h"
+#include "sock.h"
+#include "weft.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: weft-info [-c] [--new-id]\n"
+                 "  (no option)  build: version, GPU backends, networks, devices\n"
+                 "  -c           every parameter with its value, origin and help\n"
+                 "  --new-id     create a unique id and print its text form (for launchers:\n"
+                 "               export it as WEFT_UNIQUE_ID with WEFT_ROOT=host:port)\n");
+}
+
+static int print_params(void)
+{
+    for (int i = 0; i < WEFT_P_COUNT; i++) {
+        const weft_param_info_t *p = weft_param_info((weft_param_id_t)i);
+        printf("%-28s = %-12s (%s%s)\n    %s\n", p->name, *p->value ? p->value : "\"\"",
+               p->from_env ? "environment" : "default", p->valid ? "" : "; environment value invalid, default used",
+               p->help);
+    }
+    return 0;
+}
+
+static int print_build(void)
+{
+    const char *const *names = weft_gpu_names();
+    weft_addr_t local;
+    char text[80];
+
+    printf("weft %s\n", PACKAGE_VERSION);
+    printf("GPU backends:");
+    for (int i = 0; names[i]; i++)
+        printf(" %s", names[i]);
+    printf("\nnetworks: ethernet%s\n",
+#ifdef WEFT_HAVE_VERBS
+           " ib"
+#else
+           ""
+#endif
+    );
+    printf("hwloc: %s\n",
+#ifdef WEFT_HAVE_HWLOC
+           "yes"
+#else
+           "no"
+#endif
+    );
+    printf("devices:\n");
+    for (int i = 0; names[i]; i++) {
+        const weft_gpu_ops_t *ops = weft_gpu_find(names[i]);
+        int n = 0;
+        if (ops->device_count(&n) != WEFT_OK) {
+            printf("  %-5s none (%s)\n", names[i], weft_get_last_error());
+            continue;
+        }
+        for (int d = 0; d < n; d++) {
+            weft_gpu_ctx_t *ctx;
+            weft_gpu_props_t props;
+            if (ops->init(d, &ctx) != WEFT_OK) {
+                printf("  %-5s %d: cannot initialise\n", names[i], d);
+                continue;
+            }
+            if (ops->props(ctx, &props) == WEFT_OK)
+                printf("  %-5s %d: %s, %.1f GiB%s%s\n", names[i], d, props.name,
+                       (double)props.total_mem / (1 << 30), props.pci_bus_id[0] ? ", PCI " : "",
+                       props.pci_bus_id);
+            ops->fini(ctx);
+        }
+    }
+    if (weft_addr_pick_local(&local) == WEFT_OK) {
+        weft_addr_format(&local, text, sizeof(text));
+        printf("bootstrap address: %s\n", text);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 1)
+        return print_build();
+    if (argc == 2 && strcmp(argv[1], "-c") == 0)
+        return print_params();
+    if (argc == 2 && strcmp(argv[1], "--new-id") == 0) {
+        weft_unique_id_t id;
+        char text[WEFT_UNIQUE_ID_TEXT_BYTES];
+        /* The root thread of this id dies with the process: a launcher
+         * uses the secret with WEFT_ROOT, where rank 0 runs the root. */
+        if (weft_get_unique_id(&id) != WEFT_OK || weft_unique_id_format(&id, text, sizeof(text)) != WEFT_OK) {
+            fprintf(stderr, "weft-info: %s\n", weft_get_last_error());
+            return 1;
+        }
+        printf("%s\n", text);
+        return 0;
+    }
+    if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+        usage(stdout);
+        return 0;
+    }
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,287 @@
+/*
+ * weft-perf: the benchmark a user runs first. Flags follow nccl-tests
+ * (-b -e -f -n -w -c); --ranks N forks N local ranks, otherwise this
+ * process is one rank of a launcher-started job.
+ *
+ * Operations available in this build: the host-side bootstrap
+ * collectives (bootstrap-allgather, bootstrap-broadcast,
+ * bootstrap-barrier), which carry setup traffic such as exchanging
+ * registration handles. Device collectives report that they are not in
+ * this build.
+ */
+#include "launch.h"
+#include "weft.h"
+
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef enum { OP_ALLGATHER, OP_BROADCAST, OP_BARRIER } op_t;
+
+typedef struct {
+    op_t op;
+    const char *name;
+    size_t min_bytes, max_bytes;
+    double factor;
+    long step;
+    int iters, warmup, check, root;
+} opts_t;
+
+static const char *const device_collectives[] = {"allreduce", "allgather", "reducescatter", "reduce_scatter",
+                                                 "broadcast", "reduce", "alltoall", "sendrecv", NULL};
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int parse_size(const char *s, size_t *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    double mult = 1;
+    if (end == s || v < 0)
+        return 0;
+    switch (*end) {
+    case 'G': case 'g': mult = 1 << 30; end++; break;
+    case 'M': case 'm': mult = 1 << 20; end++; break;
+    case 'K': case 'k': mult = 1 << 10; end++; break;
+    default: break;
+    }
+    if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end)
+        return 0;
+    *out = (size_t)(v * mult);
+    return 1;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void fill(uint8_t *buf, size_t len, int rank, int iter)
+{
+    for (size_t i = 0; i < len; i++)
+        buf[i] = (uint8_t)(rank * 31 + i * 7 + (size_t)iter);
+}
+
+static long check_allgather(const uint8_t *buf, size_t per_rank, int nranks, int iter)
+{
+    long wrong = 0;
+    for (int r = 0; r < nranks; r++)
+        for (size_t i = 0; i < per_rank; i++)
+            wrong += buf[(size_t)r * per_rank + i] != (uint8_t)(r * 31 + i * 7 + (size_t)iter);
+    return wrong;
+}
+
+static int bench(weft_comm_t *comm, void *arg)
+{
+    const opts_t *o = arg;
+    int rank, nranks;
+    double *times;
+    uint8_t *buf;
+    size_t alloc;
+
+    weft_comm_rank(comm, &rank);
+    weft_comm_size(comm, &nranks);
+    alloc = o->op == OP_ALLGATHER ? o->max_bytes * (size_t)nranks : o->max_bytes;
+    buf = malloc(alloc ? alloc : 1);
+    times = malloc(sizeof(double) * (size_t)(o->iters > 0 ? o->iters : 1));
+    if (!buf || !times)
+        return 3;
+    if (rank == 0) {
+        printf("# weft-perf %s: %d ranks, %d iterations (+%d warm-up), check %s\n", o->name, nranks, o->iters,
+               o->warmup, o->check ? "on" : "off");
+        printf("#\n# %12s %12s %6s %10s %10s %10s %10s %8s\n", "size", "count", "type", "time(us)", "median(us)",
+               "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+    }
+    long total_wrong = 0;
+    double bw_sum = 0;
+    int nsizes = 0;
+    for (size_t bytes = o->min_bytes;;) {
+        long wrong = 0;
+        int failed = 0;
+        for (int it = -o->warmup; it < o->iters && !failed; it++) {
+            weft_status_t status;
+            double t0;
+            if (o->op == OP_ALLGATHER)
+                fill(buf + (size_t)rank * bytes, bytes, rank, it);
+            else if (o->op == OP_BROADCAST)
+                fill(buf, bytes, rank == o->root ? rank : -1, it);
+            t0 = now_us();
+            switch (o->op) {
+            case OP_ALLGATHER: status = weft_bootstrap_allgather(comm, buf, bytes); break;
+            case OP_BROADCAST: status = weft_bootstrap_broadcast(comm, buf, bytes, o->root); break;
+            default: status = weft_bootstrap_barrier(comm); break;
+            }
+            if (status != WEFT_OK) {
+                fprintf(stderr, "rank %d: %s of %zu bytes failed: %s: %s\n", rank, o->name, bytes,
+                        weft_status_string(status), weft_get_last_error());
+                failed = 1;
+                break;
+            }
+            if (it >= 0)
+                times[it] = now_us() - t0;
+            if (o->check && o->op == OP_ALLGATHER)
+                wrong += check_allgather(buf, bytes, nranks, it);
+            if (o->check && o->op == OP_BROADCAST) {
+                uint8_t *want = malloc(bytes ? bytes : 1);
+                fill(want, bytes, o->root, it);
+                for (size_t i = 0; i < bytes; i++)
+                    wrong += buf[i] != want[i];
+                free(want);
+            }
+        }
+        if (failed) {
+            free(buf);
+            free(times);
+            return 4;
+        }
+        /* Every rank reports its own average; the slowest is the figure. */
+        double avg = 0, slowest;
+        double *all = malloc(sizeof(double) * (size_t)nranks);
+        long *wrongs = malloc(sizeof(long) * (size_t)nranks);
+        for (int i = 0; i < o->iters; i++)
+            avg += times[i];
+        avg = o->iters ? avg / o->iters : 0;
+        qsort(times, (size_t)o->iters, sizeof(double), cmp_double);
+        all[rank] = avg;
+        wrongs[rank] = wrong;
+        if (weft_bootstrap_allgather(comm, all, sizeof(double)) != WEFT_OK ||
+            weft_bootstrap_allgather(comm, wrongs, sizeof(long)) != WEFT_OK) {
+            free(all);
+            free(wrongs);
+            return 4;
+        }
+        slowest = 0;
+        wrong = 0;
+        for (int r = 0; r < nranks; r++) {
+            if (all[r] > slowest)
+                slowest = all[r];
+            wrong += wrongs[r];
+        }
+        free(all);
+        free(wrongs);
+        if (rank == 0) {
+            double algbw = slowest > 0 ? (double)bytes * (o->op == OP_ALLGATHER ? nranks : 1) / slowest / 1e3 : 0;
+            double busbw = o->op == OP_ALLGATHER ? algbw * (nranks - 1) / nranks : algbw;
+            printf("  %12zu %12zu %6s %10.2f %10.2f %10.3f %10.3f %8ld\n", bytes, bytes, "uint8", slowest,
+                   o->iters ? times[o->iters / 2] : 0.0, algbw, busbw, o->check ? wrong : -1L);
+            fflush(stdout);
+            bw_sum += busbw;
+            nsizes++;
+        }
+        total_wrong += wrong;
+        if (o->op == OP_BARRIER || bytes >= o->max_bytes)
+            break;
+        size_t next = o->step > 0 ? bytes + (size_t)o->step : (size_t)((double)bytes * o->factor);
+        bytes = next > bytes ? next : bytes + 1;
+        if (bytes > o->max_bytes)
+            bytes = o->max_bytes;
+    }
+    if (rank == 0) {
+        printf("# Out of bounds values : %ld %s\n", total_wrong, total_wrong ? "FAILED" : "OK");
+        printf("# Avg bus bandwidth    : %g\n#\n", nsizes ? bw_sum / nsizes : 0.0);
+    }
+    free(buf);
+    free(times);
+    return total_wrong ? 1 : 0;
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: weft-perf [--ranks N] OPERATION [options]\n"
+            "operations: bootstrap-allgather, bootstrap-broadcast, bootstrap-barrier\n"
+            "options (nccl-tests meanings):\n"
+            "  -b SIZE   smallest size per rank (default 8)      -e SIZE  largest (default 1M)\n"
+            "  -f F      multiply size by F (default 2)          -i N     or add N bytes instead\n"
+            "  -n N      timed iterations (default 20)           -w N     warm-up iterations (default 5)\n"
+            "  -c 0|1    check results (default 1)               -r R     broadcast root (default 0)\n"
+            "  --ranks N fork N local ranks (default: join a launcher-started job)\n"
+            "  --backend NAME  GPU backend (host, cuda, hip)\n");
+}
+
+int main(int argc, char **argv)
+{
+    opts_t o = {.min_bytes = 8, .max_bytes = 1 << 20, .factor = 2, .iters = 20, .warmup = 5, .check = 1};
+    weft_comm_config_t cfg = WEFT_COMM_CONFIG_INIT;
+    int nranks = 0, c;
+    static const struct option longopts[] = {
+        {"ranks", required_argument, NULL, 'R'}, {"backend", required_argument, NULL, 'B'},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    while ((c = getopt_long(argc, argv, "+b:e:f:i:n:w:c:r:d:o:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'R': nranks = atoi(optarg); break;
+        case 'B': cfg.backend = optarg; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind >= argc) {
+        usage(stderr);
+        return 2;
+    }
+    o.name = argv[optind++];
+    if (strcmp(o.name, "bootstrap-allgather") == 0)
+        o.op = OP_ALLGATHER;
+    else if (strcmp(o.name, "bootstrap-broadcast") == 0)
+        o.op = OP_BROADCAST;
+    else if (strcmp(o.name, "bootstrap-barrier") == 0)
+        o.op = OP_BARRIER;
+    else {
+        for (int i = 0; device_collectives[i]; i++)
+            if (strcmp(o.name, device_collectives[i]) == 0) {
+                fprintf(stderr, "weft-perf: the device collective '%s' is not in this build of weft; "
+                                "available: bootstrap-allgather, bootstrap-broadcast, bootstrap-barrier\n",
+                        o.name);
+                return 2;
+            }
+        fprintf(stderr, "weft-perf: unknown operation '%s'\n", o.name);
+        usage(stderr);
+        return 2;
+    }
+    {
+        /* Options after the operation: a second pass with it as argv[0]. */
+        char **rest = argv + optind - 1;
+        int nrest = argc - optind + 1;
+        optind = 1;
+        argc = nrest;
+        argv = rest;
+    }
+    while ((c = getopt(argc, argv, "b:e:f:i:n:w:c:r:d:o:")) != -1) {
+        switch (c) {
+        case 'b': if (!parse_size(optarg, &o.min_bytes)) goto bad; break;
+        case 'e': if (!parse_size(optarg, &o.max_bytes)) goto bad; break;
+        case 'f': o.factor = atof(optarg); if (o.factor <= 1) goto bad; break;
+        case 'i': o.step = atol(optarg); if (o.step < 0) goto bad; break;
+        case 'n': o.iters = atoi(optarg); if (o.iters < 1) goto bad; break;
+        case 'w': o.warmup = atoi(optarg); if (o.warmup < 0) goto bad; break;
+        case 'c': o.check = atoi(optarg) != 0; break;
+        case 'r': o.root = atoi(optarg); break;
+        case 'd': case 'o': break; /* data type / op: bytes only for bootstrap operations */
+        default: goto bad;
+        }
+    }
+    if (o.min_bytes > o.max_bytes || nranks < 0 || nranks > 1024 || o.root < 0 ||
+        (nranks > 0 && o.root >= nranks))
+        goto bad;
+    return tool_run_ranks(nranks, &cfg, bench, &o, 5000);
+bad:
+    fprintf(stderr, "weft-perf: invalid option value\n");
+    usage(stderr);
+    return 2;
+}
