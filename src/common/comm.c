@@ -1,5 +1,6 @@
 #include "config.h"
 #include "comm.h"
+#include "conn.h"
 #include "log.h"
 #include "param.h"
 #include "util.h"
@@ -231,8 +232,11 @@ static int env_rank_size(int *rank, int *size)
 
 weft_status_t weft_comm_init_from_env(const weft_comm_config_t *config, weft_comm_t **comm)
 {
-    const char *root_text = weft_param_str(WEFT_P_ROOT);
-    const char *id_text = weft_param_str(WEFT_P_UNIQUE_ID);
+    /* Launch settings are read now, not cached: a process may create
+     * several jobs, and launchers set them just before the call. */
+    const char *root_text = getenv(weft_param_info(WEFT_P_ROOT)->name);
+    const char *id_text = getenv(weft_param_info(WEFT_P_UNIQUE_ID)->name);
+    const char *trust = getenv(weft_param_info(WEFT_P_TRUST_LOCAL)->name);
     weft_uid_info_t uid;
     weft_status_t status;
     int rank, nranks;
@@ -260,7 +264,7 @@ weft_status_t weft_comm_init_from_env(const weft_comm_config_t *config, weft_com
     if (!(id_text && *id_text)) {
         /* No shared secret: allowed only on one trusted host, by opt-in. */
         char text[160];
-        if (weft_param_int(WEFT_P_TRUST_LOCAL) != 1 || !weft_addr_is_loopback(&uid.root)) {
+        if (!trust || strcmp(trust, "1") != 0 || !weft_addr_is_loopback(&uid.root)) {
             weft_error_note("no secret: set WEFT_UNIQUE_ID, or WEFT_TRUST_LOCAL=1 with a loopback WEFT_ROOT");
             return WEFT_ERR_INVALID_ARGUMENT;
         }
@@ -346,6 +350,12 @@ weft_status_t weft_comm_backend(const weft_comm_t *comm, const char **name)
 /* Bootstrap operations                                              */
 /* ---------------------------------------------------------------- */
 
+/* Larger than one bootstrap message may be: refused up front. */
+static int too_big(size_t bytes)
+{
+    return bytes > (size_t)weft_conn_default_limits()[WEFT_MSG_DATA] - 8;
+}
+
 static weft_status_t boot_done(weft_comm_t *comm, weft_status_t status)
 {
     if (status != WEFT_OK && status != WEFT_ERR_INVALID_ARGUMENT)
@@ -358,7 +368,8 @@ weft_status_t weft_bootstrap_allgather(weft_comm_t *comm, void *buf, size_t byte
 {
     size_t total;
     weft_status_t status;
-    if (!comm || (!buf && bytes_per_rank) || !weft_mul_size(bytes_per_rank, (size_t)comm->nranks, &total))
+    if (!comm || (!buf && bytes_per_rank) || !weft_mul_size(bytes_per_rank, (size_t)comm->nranks, &total) ||
+        too_big(bytes_per_rank))
         return WEFT_ERR_INVALID_ARGUMENT;
     if ((status = weft_comm_enter(comm)) != WEFT_OK)
         return status;
@@ -368,7 +379,7 @@ weft_status_t weft_bootstrap_allgather(weft_comm_t *comm, void *buf, size_t byte
 weft_status_t weft_bootstrap_broadcast(weft_comm_t *comm, void *buf, size_t bytes, int root)
 {
     weft_status_t status;
-    if (!comm || (!buf && bytes) || root < 0 || root >= comm->nranks)
+    if (!comm || (!buf && bytes) || root < 0 || root >= comm->nranks || too_big(bytes))
         return WEFT_ERR_INVALID_ARGUMENT;
     if ((status = weft_comm_enter(comm)) != WEFT_OK)
         return status;
@@ -388,7 +399,8 @@ weft_status_t weft_bootstrap_barrier(weft_comm_t *comm)
 weft_status_t weft_bootstrap_send(weft_comm_t *comm, const void *buf, size_t bytes, int peer, uint64_t tag)
 {
     weft_status_t status;
-    if (!comm || (!buf && bytes) || peer < 0 || peer >= comm->nranks || (tag & WEFT_TAG_RESERVED))
+    if (!comm || (!buf && bytes) || peer < 0 || peer >= comm->nranks || (tag & WEFT_TAG_RESERVED) ||
+        too_big(bytes))
         return WEFT_ERR_INVALID_ARGUMENT;
     if ((status = weft_comm_enter(comm)) != WEFT_OK)
         return status;

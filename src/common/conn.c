@@ -153,7 +153,7 @@ short weft_conn_events(const weft_conn_t *c)
     case WEFT_CONN_CONNECTING:
         return POLLOUT;
     case WEFT_CONN_READY:
-        if (!c->frame_ready)
+        if (!c->frame_ready && !c->manual_read)
             ev |= POLLIN;
         break;
     default:
@@ -325,7 +325,7 @@ weft_status_t weft_conn_progress(weft_conn_t *c, short revents)
         return status;
     if (c->state != WEFT_CONN_READY && (status = step_handshake(c)) != WEFT_OK)
         return status;
-    if (c->state == WEFT_CONN_READY) {
+    if (c->state == WEFT_CONN_READY && !c->manual_read) {
         if ((status = step_read_frames(c)) != WEFT_OK)
             return status;
         if ((status = flush_out(c)) != WEFT_OK)

@@ -69,6 +69,7 @@ typedef struct weft_conn {
     weft_frame_t frame;
     size_t payload_have;
     int frame_ready;
+    int manual_read;         /* frames are read by the owner (fd frames) */
     uint32_t seq_in, seq_out;
     const uint32_t *max_len; /* per type; 0 = type not allowed */
     weft_status_t error;

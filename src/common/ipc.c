@@ -301,6 +301,9 @@ weft_status_t weft_ipc_fetch(weft_ipc_t *ipc, int peer, uint64_t id, int timeout
     c = weft_conn_new_client(fd, &ipc->auth, WEFT_PURPOSE_IPC, NULL, name, 1);
     if (!c)
         return WEFT_ERR_NO_MEMORY;
+    /* The reply carries an fd: it must be read with recvmsg, not by the
+     * connection's own reader. */
+    c->manual_read = 1;
     weft_wire_put_u64(req, id);
     weft_conn_queue(c, WEFT_MSG_IPC_REQ, req, sizeof(req), NULL, 0);
     status = weft_conn_wait(c, weft_conn_is_drained, deadline, -1);

@@ -1,0 +1,76 @@
+/* Host backend streams: every block of a launch runs at once on its own
+ * thread, operations on one stream run in order, events report progress. */
+#include "tap/basic.h"
+#include "gpu.h"
+
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int *arrived; /* one counter shared by the blocks */
+    int *order;   /* where each block records the arrival count it saw */
+    int nblocks;
+} barrier_args_t;
+
+/* Each block waits until all have arrived: only correct if the blocks run
+ * concurrently. */
+static void all_blocks_meet(const weft_kctx_t *k, void *a)
+{
+    barrier_args_t *args = a;
+    __atomic_fetch_add(args->arrived, 1, __ATOMIC_ACQ_REL);
+    while (__atomic_load_n(args->arrived, __ATOMIC_ACQUIRE) < (int)k->nblocks)
+        sched_yield();
+    args->order[k->block] = (int)k->nblocks;
+}
+
+static void add_one(const weft_kctx_t *k, void *a)
+{
+    int *v = *(int **)a;
+    if (k->block == 0)
+        (*v)++;
+}
+
+int main(void)
+{
+    const weft_gpu_ops_t *ops = weft_gpu_find("host");
+    weft_gpu_ctx_t *ctx;
+    weft_gpu_stream_t *s;
+    weft_gpu_event_t *e;
+    int arrived = 0, order[16] = {0}, v = 0, all = 1;
+    char src[100], dst[100];
+    barrier_args_t ba = {&arrived, order, 16};
+    weft_gpu_launch_t l = {.name = "meet", .host_fn = all_blocks_meet, .nblocks = 16, .nthreads = 1,
+                           .args = &ba, .args_size = sizeof(ba)};
+
+    plan(9);
+    ok(ops != NULL, "the host backend is registered");
+    is_int(WEFT_OK, ops->init(0, &ctx), "it initialises");
+    ok(ops->caps(ctx) & WEFT_CAP_IPC, "it can share memory between processes");
+    is_int(WEFT_OK, ops->stream_create(ctx, &s), "a stream is created");
+    is_int(WEFT_OK, ops->launch(ctx, &l, s), "16 blocks that wait for each other launch");
+    ops->stream_sync(ctx, s);
+    for (int i = 0; i < 16; i++)
+        all &= order[i] == 16;
+    ok(all && arrived == 16, "every block ran, concurrently with the others");
+    memset(src, 7, sizeof(src));
+    memset(dst, 0, sizeof(dst));
+    ops->event_create(ctx, &e);
+    int *pv = &v;
+    weft_gpu_launch_t inc = {.name = "inc", .host_fn = add_one, .nblocks = 1, .args = &pv, .args_size = sizeof(pv)};
+    for (int i = 0; i < 1000; i++)
+        ops->launch(ctx, &inc, s);
+    ops->memcpy_async(ctx, dst, src, sizeof(src), s);
+    ops->event_record(ctx, e, s);
+    while (ops->event_query(ctx, e) == WEFT_INPROGRESS)
+        sched_yield();
+    ok(v == 1000 && dst[99] == 7, "launches and copies run in order; the event completes after them");
+    l.nblocks = 100000;
+    is_int(WEFT_ERR_INVALID_ARGUMENT, ops->launch(ctx, &l, s), "a launch with more blocks than threads is refused");
+    is_int(WEFT_ERR_UNSUPPORTED, ops->mc_create(ctx, 4096, 2, NULL), "multicast is unsupported on the host");
+    ops->event_destroy(ctx, e);
+    ops->stream_destroy(ctx, s);
+    ops->fini(ctx);
+    return test_done();
+}

@@ -1,0 +1,44 @@
+/* The tools a user runs first: weft-info and weft-perf. */
+#include "tap/basic.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+static int run(const char *cmd, char *out, size_t len)
+{
+    FILE *p = popen(cmd, "r");
+    size_t n = 0;
+    int status;
+    if (!p)
+        return -1;
+    while (n + 1 < len && fgets(out + n, (int)(len - n), p))
+        n += strlen(out + n);
+    out[n] = '\0';
+    status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+int main(void)
+{
+    static char out[65536];
+    char cmd[1024];
+    plan(8);
+    snprintf(cmd, sizeof(cmd), "%s/tools/weft-info", TOP_BUILDDIR);
+    is_int(0, run(cmd, out, sizeof(out)), "weft-info runs");
+    ok(strstr(out, "GPU backends: host") && strstr(out, "networks: ethernet"), "and shows backends and networks");
+    snprintf(cmd, sizeof(cmd), "%s/tools/weft-info -c", TOP_BUILDDIR);
+    is_int(0, run(cmd, out, sizeof(out)), "weft-info -c runs");
+    ok(strstr(out, "WEFT_INIT_TIMEOUT_MS") && strstr(out, "WEFT_SOCKET_IFNAME"), "and lists the parameters");
+    snprintf(cmd, sizeof(cmd), "%s/tools/weft-perf --ranks 3 bootstrap-allgather -b 8 -e 64K -f 16 -n 5 -w 1 2>&1",
+             TOP_BUILDDIR);
+    is_int(0, run(cmd, out, sizeof(out)), "weft-perf --ranks 3 bootstrap-allgather runs");
+    ok(strstr(out, "algbw") && strstr(out, "65536") && strstr(out, "Out of bounds values : 0 OK"),
+       "and prints a checked table up to 64 KiB");
+    snprintf(cmd, sizeof(cmd), "%s/tools/weft-perf --ranks 2 no-such-op 2>&1", TOP_BUILDDIR);
+    is_int(2, run(cmd, out, sizeof(out)), "an unknown operation is a usage error");
+    snprintf(cmd, sizeof(cmd), "%s/tools/weft-perf --ranks 2 bootstrap-barrier -b 9 -e 8 2>&1", TOP_BUILDDIR);
+    is_int(2, run(cmd, out, sizeof(out)), "a minimum above the maximum is a usage error");
+    return test_done();
+}
