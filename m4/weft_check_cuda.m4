@@ -13,7 +13,7 @@ AC_DEFUN([WEFT_CHECK_CUDA], [
   AS_IF([test "x$with_cuda" != xno],
     [AS_CASE([$with_cuda], [yes|auto], [weft_cuda_dir=/usr/local/cuda], [weft_cuda_dir=$with_cuda])
      WEFT_CUDA_CPPFLAGS="-I$weft_cuda_dir/include"
-     WEFT_CUDA_LDFLAGS="-L$weft_cuda_dir/lib64"
+     WEFT_CUDA_LDFLAGS="-L$weft_cuda_dir/lib64 -Wl,-rpath,$weft_cuda_dir/lib64"
      weft_save_CPPFLAGS=$CPPFLAGS; weft_save_LDFLAGS=$LDFLAGS; weft_save_LIBS=$LIBS
      CPPFLAGS="$CPPFLAGS $WEFT_CUDA_CPPFLAGS"; LDFLAGS="$LDFLAGS $WEFT_CUDA_LDFLAGS"
      AC_PATH_PROG([NVCC], [nvcc], [], [$weft_cuda_dir/bin:$PATH])
