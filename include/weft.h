@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "weft/device.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -137,11 +139,12 @@ typedef struct {
     int device;           /**< device index; -1: local rank modulo count */
     int init_timeout_ms;  /**< 0: WEFT_INIT_TIMEOUT_MS */
     int op_timeout_ms;    /**< bootstrap op deadline; 0: WEFT_BOOTSTRAP_TIMEOUT_MS */
+    int device_timeout_ms; /**< longest device-side wait; 0: WEFT_DEVICE_TIMEOUT_MS */
 } weft_comm_config_t;
 
 #define WEFT_COMM_CONFIG_VERSION 1
 #define WEFT_COMM_CONFIG_INIT                                                \
-    { sizeof(weft_comm_config_t), WEFT_COMM_CONFIG_VERSION, NULL, -1, 0, 0 }
+    { sizeof(weft_comm_config_t), WEFT_COMM_CONFIG_VERSION, NULL, -1, 0, 0, 0 }
 
 /**
  * Joins the job named by @p id as @p rank of @p nranks. Blocks until every
@@ -299,6 +302,108 @@ WEFT_API weft_status_t weft_mem_ptr(const weft_mem_t *mem, void **ptr);
 WEFT_API weft_status_t weft_mem_size(const weft_mem_t *mem, size_t *bytes);
 /** The rank that owns the memory. */
 WEFT_API weft_status_t weft_mem_rank(const weft_mem_t *mem, int *rank);
+
+/* ------------------------------------------------------------------ */
+/* Device errors                                                       */
+/* ------------------------------------------------------------------ */
+
+/**
+ * Checks the communicator's device control block after kernels ran:
+ * WEFT_OK, or WEFT_ERR_TIMEOUT / WEFT_ERR_ABORTED / WEFT_ERR_REMOTE with a
+ * message naming the rank, the operation and the peer it waited for. The
+ * error is also recorded as the async error.
+ */
+WEFT_API weft_status_t weft_comm_check_device(weft_comm_t *comm);
+/** The control block that device handles point to (for kernels' own waits). */
+WEFT_API weft_status_t weft_comm_device_ctl(weft_comm_t *comm, weft_dev_ctl_t **ctl);
+
+/* ------------------------------------------------------------------ */
+/* Connections                                                         */
+/* ------------------------------------------------------------------ */
+
+/** A link to one peer over one transport, used by semaphores and the proxy. */
+typedef struct weft_connection weft_connection_t;
+
+/**
+ * Connects to @p peer (which may be this rank) over @p transport. Same-host
+ * peers use WEFT_TRANSPORT_IPC; a peer on another host with IPC is
+ * WEFT_ERR_INVALID_ARGUMENT. Local: no communication happens here.
+ */
+WEFT_API weft_status_t weft_connection_create(weft_comm_t *comm, int peer, unsigned transport,
+                                              weft_connection_t **conn);
+WEFT_API weft_status_t weft_connection_destroy(weft_connection_t *conn);
+
+/* ------------------------------------------------------------------ */
+/* Semaphores                                                          */
+/* ------------------------------------------------------------------ */
+
+typedef struct weft_semaphore weft_semaphore_t;
+
+/**
+ * Creates a semaphore between this rank and the connection's peer. Pairwise
+ * and blocking: the peer calls it too, and both create their semaphores to
+ * each other in the same order. The counters live in this rank's device
+ * memory; the peer's inbound counter is mapped for memory semaphores.
+ */
+WEFT_API weft_status_t weft_semaphore_create(weft_connection_t *conn, weft_semaphore_t **sema);
+WEFT_API weft_status_t weft_semaphore_destroy(weft_semaphore_t *sema);
+/** Device handle (memory semaphore: the device signals the peer directly). */
+WEFT_API weft_status_t weft_semaphore_device_handle(const weft_semaphore_t *sema, weft_sema_dev_t *out);
+/** Host-side signal, through the connection (host<->host and host->device). */
+WEFT_API weft_status_t weft_semaphore_signal_host(weft_semaphore_t *sema);
+/** Host-side wait for the next signal; WEFT_ERR_TIMEOUT names the peer. */
+WEFT_API weft_status_t weft_semaphore_wait_host(weft_semaphore_t *sema, int timeout_ms);
+
+/* ------------------------------------------------------------------ */
+/* Channels                                                            */
+/* ------------------------------------------------------------------ */
+
+typedef struct weft_memory_channel weft_memory_channel_t;
+
+/**
+ * A memory channel: the device reads and writes @p remote_dst (a peer's
+ * registration imported here, mapped) and @p local_src directly.
+ * @p local_packets (may be NULL) is where the peer's LL packets land.
+ */
+WEFT_API weft_status_t weft_memory_channel_create(weft_semaphore_t *sema, weft_mem_t *remote_dst,
+                                                  weft_mem_t *local_src, weft_mem_t *local_packets,
+                                                  weft_memory_channel_t **channel);
+WEFT_API weft_status_t weft_memory_channel_device_handle(const weft_memory_channel_t *channel,
+                                                         weft_memory_channel_dev_t *out);
+WEFT_API weft_status_t weft_memory_channel_destroy(weft_memory_channel_t *channel);
+
+/**
+ * The proxy: a host thread that executes the triggers device code pushes
+ * into its FIFO (port channels). One per communicator is typical.
+ * @p fifo_size: a power of two >= 2 (0: 512).
+ */
+typedef struct weft_proxy weft_proxy_t;
+WEFT_API weft_status_t weft_proxy_create(weft_comm_t *comm, size_t fifo_size, weft_proxy_t **proxy);
+/** Makes a local registration or an imported peer registration addressable
+ * by triggers; returns its id. Before weft_proxy_start. */
+WEFT_API weft_status_t weft_proxy_add_memory(weft_proxy_t *proxy, weft_mem_t *mem, uint32_t *id);
+/** Makes a semaphore (and its connection) addressable; returns the channel id. */
+WEFT_API weft_status_t weft_proxy_add_semaphore(weft_proxy_t *proxy, weft_semaphore_t *sema, uint32_t *id);
+WEFT_API weft_status_t weft_proxy_start(weft_proxy_t *proxy);
+/** Stops the thread (after the triggers already pushed). Bounded time. */
+WEFT_API weft_status_t weft_proxy_stop(weft_proxy_t *proxy);
+WEFT_API weft_status_t weft_proxy_destroy(weft_proxy_t *proxy);
+/**
+ * Device handle of a port channel: transfers from local memory @p src_mem
+ * to the peer memory @p dst_mem over channel @p channel's connection; the
+ * channel's semaphore receives the peer proxy's signals.
+ */
+WEFT_API weft_status_t weft_port_channel_device_handle(weft_proxy_t *proxy, uint32_t channel, uint32_t dst_mem,
+                                                       uint32_t src_mem, weft_port_channel_dev_t *out);
+
+/**
+ * Switch channel (multicast reduce/broadcast over NVLink SHARP). Needs a
+ * backend with multicast and WEFT_NVLS_ENABLE=1 (and not NCCL_NVLS_ENABLE=0);
+ * otherwise WEFT_ERR_UNSUPPORTED and algorithms use memory channels.
+ */
+typedef struct weft_switch_channel weft_switch_channel_t;
+WEFT_API weft_status_t weft_switch_channel_create(weft_comm_t *comm, size_t bytes,
+                                                  weft_switch_channel_t **channel);
 
 #ifdef __cplusplus
 }

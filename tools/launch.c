@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,22 +28,63 @@ static int run_one(const weft_unique_id_t *id, int nranks, int rank, const weft_
     return rc;
 }
 
-int tool_run_ranks(int nranks, const weft_comm_config_t *cfg, tool_rank_fn_t fn, void *arg, int grace_ms)
+/* Rank 0 makes the unique id and hands it to the others through shared
+ * memory: the parent starts no thread before it forks. */
+typedef struct {
+    int state; /* 0: not yet, 1: id ready, -1: rank 0 failed */
+    weft_unique_id_t id;
+} id_box_t;
+
+static int wait_for_id(id_box_t *box, weft_unique_id_t *id)
+{
+    for (int ms = 0; ms < 30000; ms++) {
+        int st = __atomic_load_n(&box->state, __ATOMIC_ACQUIRE);
+        if (st == 1) {
+            *id = box->id;
+            return 1;
+        }
+        if (st < 0)
+            return 0;
+        usleep(1000);
+    }
+    return 0;
+}
+
+static int run_forked_rank(id_box_t *box, int nranks, int rank, const weft_comm_config_t *cfg, tool_rank_fn_t fn,
+                           void *arg)
 {
     weft_unique_id_t id;
+    if (rank == 0) {
+        if (weft_get_unique_id(&box->id) != WEFT_OK) {
+            fprintf(stderr, "cannot create a unique id: %s\n", weft_get_last_error());
+            __atomic_store_n(&box->state, -1, __ATOMIC_RELEASE);
+            return 3;
+        }
+        __atomic_store_n(&box->state, 1, __ATOMIC_RELEASE);
+    }
+    if (!wait_for_id(box, &id)) {
+        fprintf(stderr, "rank %d: no unique id from rank 0\n", rank);
+        return 3;
+    }
+    return run_one(&id, nranks, rank, cfg, fn, arg);
+}
+
+int tool_run_ranks(int nranks, const weft_comm_config_t *cfg, tool_rank_fn_t fn, void *arg, int grace_ms)
+{
+    id_box_t *box;
     pid_t *pids;
     int remaining = nranks, first_bad = 0;
     struct timespec failed_at = {0, 0};
 
     if (nranks == 0)
         return run_one(NULL, 0, -1, cfg, fn, arg);
-    if (weft_get_unique_id(&id) != WEFT_OK) {
-        fprintf(stderr, "cannot create a unique id: %s\n", weft_get_last_error());
+    box = mmap(NULL, sizeof(*box), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    pids = calloc((size_t)nranks, sizeof(*pids));
+    if (box == MAP_FAILED || !pids) {
+        free(pids);
         return 3;
     }
-    pids = calloc((size_t)nranks, sizeof(*pids));
-    if (!pids)
-        return 3;
+    memset(box, 0, sizeof(*box));
     fflush(stdout);
     fflush(stderr);
     for (int r = 0; r < nranks; r++) {
@@ -52,10 +94,11 @@ int tool_run_ranks(int nranks, const weft_comm_config_t *cfg, tool_rank_fn_t fn,
             for (int k = 0; k < r; k++)
                 kill(pids[k], SIGKILL);
             free(pids);
+            munmap(box, sizeof(*box));
             return 3;
         }
         if (pids[r] == 0) {
-            int rc = run_one(&id, nranks, r, cfg, fn, arg);
+            int rc = run_forked_rank(box, nranks, r, cfg, fn, arg);
             fflush(stdout);
             _exit(rc);
         }
@@ -86,5 +129,6 @@ int tool_run_ranks(int nranks, const weft_comm_config_t *cfg, tool_rank_fn_t fn,
         }
     }
     free(pids);
+    munmap(box, sizeof(*box));
     return first_bad;
 }

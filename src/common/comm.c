@@ -60,7 +60,8 @@ static weft_status_t check_config(const weft_comm_config_t *cfg)
     }
     if (config_int(cfg, offsetof(weft_comm_config_t, device), -1) < -1 ||
         config_int(cfg, offsetof(weft_comm_config_t, init_timeout_ms), 0) < 0 ||
-        config_int(cfg, offsetof(weft_comm_config_t, op_timeout_ms), 0) < 0) {
+        config_int(cfg, offsetof(weft_comm_config_t, op_timeout_ms), 0) < 0 ||
+        config_int(cfg, offsetof(weft_comm_config_t, device_timeout_ms), 0) < 0) {
         weft_error_note("comm config: negative device or timeout");
         return WEFT_ERR_INVALID_ARGUMENT;
     }
@@ -77,6 +78,9 @@ static const char *config_backend(const weft_comm_config_t *cfg)
 static void comm_free(weft_comm_t *comm)
 {
     weft_ipc_destroy(comm->ipc);
+    if (comm->ctl && comm->gctx)
+        comm->gpu->host_free(comm->gctx, comm->ctl);
+    free(comm->pair_seq);
     if (comm->gctx)
         comm->gpu->fini(comm->gctx);
     weft_bootstrap_destroy(comm->boot);
@@ -166,6 +170,25 @@ static weft_status_t comm_create(const weft_uid_info_t *uid, int nranks, int ran
         goto err;
     }
     comm->caps = gpu->caps(comm->gctx);
+    if ((status = gpu->host_alloc_mapped(comm->gctx, sizeof(weft_dev_ctl_t), (void **)&comm->ctl,
+                                         (void **)&comm->ctl_dev)) != WEFT_OK) {
+        weft_error(WEFT_SUB_INIT, "rank %d: cannot allocate the device control block", rank);
+        comm->ctl = NULL;
+        goto err;
+    }
+    memset(comm->ctl, 0, sizeof(*comm->ctl));
+    comm->ctl->rank = rank;
+    {
+        long ms = config_int(cfg, offsetof(weft_comm_config_t, device_timeout_ms), 0);
+        if (ms <= 0)
+            ms = weft_param_int(WEFT_P_DEVICE_TIMEOUT_MS);
+        comm->ctl->timeout_ns = (uint64_t)(ms > 0 ? ms : 60000) * 1000000ull;
+    }
+    comm->pair_seq = calloc((size_t)nranks, sizeof(*comm->pair_seq));
+    if (!comm->pair_seq) {
+        status = WEFT_ERR_NO_MEMORY;
+        goto err;
+    }
     if ((comm->caps & WEFT_CAP_IPC_FD) && comm->local_size > 1 &&
         (status = weft_ipc_create(&comm->auth, rank, &comm->ipc)) != WEFT_OK)
         goto err;
@@ -310,6 +333,9 @@ weft_status_t weft_comm_abort(weft_comm_t *comm)
         return WEFT_ERR_INVALID_ARGUMENT;
     __atomic_store_n(&comm->aborted, 1, __ATOMIC_RELEASE);
     weft_comm_set_async_error(comm, WEFT_ERR_ABORTED);
+    /* Device waits and the proxy poll this word. */
+    if (comm->ctl)
+        __atomic_store_n(&comm->ctl->abort, 1u, __ATOMIC_RELEASE);
     /* Wakes any poll of the bootstrap at once. */
     if (write(comm->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
         weft_warn(WEFT_SUB_INIT, "abort: cannot signal the wake fd: %s", strerror(errno));
@@ -415,4 +441,52 @@ weft_status_t weft_bootstrap_recv(weft_comm_t *comm, void *buf, size_t bytes, in
     if ((status = weft_comm_enter(comm)) != WEFT_OK)
         return status;
     return boot_done(comm, weft_bootstrap_recv_msg(comm->boot, peer, tag, buf, bytes));
+}
+
+uint64_t weft_comm_pair_tag(weft_comm_t *comm, int peer)
+{
+    /* Both ranks of a pair count their setups with each other in the same
+     * order, so the n-th setup has the same tag on both sides. */
+    return WEFT_TAG_RESERVED | (1ull << 62) | (comm->pair_seq[peer]++ & ((1ull << 62) - 1));
+}
+
+static const char *dev_op_name(uint32_t op)
+{
+    switch (op) {
+    case WEFT_DEV_OP_SEMA_WAIT: return "a semaphore wait";
+    case WEFT_DEV_OP_PACKET_WAIT: return "a packet wait";
+    case WEFT_DEV_OP_FIFO_PUSH: return "a FIFO push (waiting for room)";
+    case WEFT_DEV_OP_FLUSH: return "a flush (waiting for the proxy)";
+    default: return "a device wait";
+    }
+}
+
+weft_status_t weft_comm_check_device(weft_comm_t *comm)
+{
+    uint32_t code;
+    weft_status_t status;
+    char peer[32];
+    if (!comm)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    code = __atomic_load_n(&comm->ctl->error, __ATOMIC_ACQUIRE);
+    if (code == WEFT_DEV_OK)
+        return WEFT_OK;
+    if (comm->ctl->peer >= 0)
+        snprintf(peer, sizeof(peer), "rank %d", comm->ctl->peer);
+    else
+        snprintf(peer, sizeof(peer), "the proxy");
+    status = code == WEFT_DEV_TIMEOUT ? WEFT_ERR_TIMEOUT : code == WEFT_DEV_ABORTED ? WEFT_ERR_ABORTED
+                                                                                    : WEFT_ERR_REMOTE;
+    weft_error(WEFT_SUB_GPU, "rank %d: %s waiting for %s %s", comm->rank, dev_op_name(comm->ctl->op), peer,
+               code == WEFT_DEV_TIMEOUT ? "timed out" : code == WEFT_DEV_ABORTED ? "was aborted" : "failed");
+    weft_comm_set_async_error(comm, status);
+    return status;
+}
+
+weft_status_t weft_comm_device_ctl(weft_comm_t *comm, weft_dev_ctl_t **ctl)
+{
+    if (!comm || !ctl)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    *ctl = comm->ctl_dev;
+    return WEFT_OK;
 }

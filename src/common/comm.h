@@ -34,7 +34,13 @@ struct weft_comm {
     pthread_mutex_t lock;  /* serializes calls other than abort/get_async_error */
     weft_alloc_rec_t *allocs;
     int nmems;             /* live registrations and imports */
+    weft_dev_ctl_t *ctl;   /* host view of the device control block */
+    weft_dev_ctl_t *ctl_dev; /* device view of it */
+    uint64_t *pair_seq;    /* per peer: pairwise setups done (tags) */
 };
+
+/* Reserved bootstrap tag space for pairwise setup with @p peer. */
+uint64_t weft_comm_pair_tag(weft_comm_t *comm, int peer);
 
 /* Records @p status as the async error if none is recorded yet. */
 void weft_comm_set_async_error(weft_comm_t *comm, weft_status_t status);

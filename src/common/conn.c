@@ -470,7 +470,7 @@ weft_status_t weft_conn_send_fd_frame(weft_conn_t *c, uint8_t type, const void *
 weft_status_t weft_conn_recv_fd_frame(weft_conn_t *c, uint8_t type, void *payload, size_t len, int *fd_out,
                                       uint64_t deadline)
 {
-    uint8_t buf[WEFT_FRAME_HDR_BYTES + 64];
+    uint8_t buf[WEFT_FRAME_HDR_BYTES + 64] = {0};
     size_t want = WEFT_FRAME_HDR_BYTES + len, have = 0;
     int fd = -1;
 

@@ -23,6 +23,7 @@
 #define WEFT_CAP_DMABUF (1ull << 2)      /* device memory exports a dma-buf fd */
 #define WEFT_CAP_HOST_MAPPED (1ull << 3) /* host memory the device can access */
 #define WEFT_CAP_IPC_FD (1ull << 4)      /* IPC handles are file descriptors */
+#define WEFT_CAP_CPU_ACCESS (1ull << 5)  /* the CPU can load/store device memory */
 
 /* IPC handles are opaque blobs of at most this size. */
 #define WEFT_IPC_BLOB_BYTES 96

@@ -40,3 +40,5 @@ WEFT_PARAM(HOST_MAX_BLOCKS, "WEFT_HOST_MAX_BLOCKS", INT, "64",
            "host backend: worker threads per communicator = most blocks one launch may have")
 WEFT_PARAM(NVLS_ENABLE, "WEFT_NVLS_ENABLE", INT, "0",
            "1 enables the switch channel (NVLink multicast) where the GPU has it; also off when NCCL_NVLS_ENABLE=0")
+WEFT_PARAM(DEVICE_TIMEOUT_MS, "WEFT_DEVICE_TIMEOUT_MS", INT, "60000",
+           "longest wait of device code (semaphore, packet, FIFO, flush) before it records a timeout, ms")

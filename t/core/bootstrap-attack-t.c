@@ -3,6 +3,7 @@
  * connections. The real ranks must still finish. */
 #include "tap/basic.h"
 #include "tap/ranks.h"
+#include "tap/job.h"
 #include "bootstrap.h"
 #include "sock.h"
 #include "weft.h"
@@ -32,7 +33,11 @@ static int dial(void)
 static int rank_main(int rank, int nranks, void *arg)
 {
     int real = nranks - 1;
+    weft_uid_info_t info;
     (void)arg;
+    if (!job_id(rank, &id) || weft_uid_decode(&id, &info) != WEFT_OK)
+        return rank_fail("no unique id");
+    root = info.root;
     if (rank == real) {
         int silent[100], n = 0;
         static const char garbage[] = "\x01\x02\x03 definitely not weft \xff\xfe";
@@ -82,19 +87,11 @@ static int rank_main(int rank, int nranks, void *arg)
 
 int main(void)
 {
-    weft_uid_info_t info;
     plan(2);
     setenv("WEFT_BOOTSTRAP_MAX_PENDING", "16", 1);
     setenv("WEFT_HANDSHAKE_TIMEOUT_MS", "2000", 1);
-    if (weft_get_unique_id(&id) != WEFT_OK || weft_uid_decode(&id, &info) != WEFT_OK)
-        bail("get_unique_id: %s", weft_get_last_error());
-    root = info.root;
     ok(run_ranks(5, 60000, rank_main, NULL, NULL), "4 real ranks initialise while the root is attacked");
-    /* The root thread went on to serve the real ranks and finished:
-     * a second job in the same process still works. */
-    if (weft_get_unique_id(&id) != WEFT_OK || weft_uid_decode(&id, &info) != WEFT_OK)
-        bail("get_unique_id: %s", weft_get_last_error());
-    root = info.root;
+    /* A second job with a fresh root. */
     ok(run_ranks(3, 60000, rank_main, NULL, NULL), "and again with 2 real ranks and a fresh root");
     return test_done();
 }

@@ -3,6 +3,7 @@
  * wait for it, and abort from another thread. */
 #include "tap/basic.h"
 #include "tap/ranks.h"
+#include "tap/job.h"
 #include "weft.h"
 
 #include <pthread.h>
@@ -20,6 +21,8 @@ static int missing_rank(int rank, int nranks, void *arg)
     weft_comm_t *comm = NULL;
     long t0 = now_ms(), took;
     (void)arg;
+    if (!job_id(rank, &id))
+        return 1;
     (void)nranks;
     cfg.init_timeout_ms = 2000;
     rank_step("comm_init with rank 2 missing");
@@ -41,6 +44,8 @@ static int killed_after_init(int rank, int nranks, void *arg)
     weft_status_t st, async;
     long t0, took;
     (void)arg;
+    if (!job_id(rank, &id))
+        return 1;
     cfg.op_timeout_ms = 5000;
     if (weft_comm_init(&id, nranks, rank, &cfg, &comm) != WEFT_OK)
         return rank_fail("init: %s", weft_get_last_error());
@@ -70,6 +75,8 @@ static int peer_exits(int rank, int nranks, void *arg)
     weft_comm_t *comm;
     int x;
     (void)arg;
+    if (!job_id(rank, &id))
+        return 1;
     if (weft_comm_init(&id, nranks, rank, NULL, &comm) != WEFT_OK)
         return rank_fail("init: %s", weft_get_last_error());
     weft_bootstrap_barrier(comm);
@@ -103,6 +110,8 @@ static int abort_unblocks(int rank, int nranks, void *arg)
     int x;
     weft_status_t st, async;
     (void)arg;
+    if (!job_id(rank, &id))
+        return 1;
     if (weft_comm_init(&id, nranks, rank, NULL, &comm) != WEFT_OK)
         return rank_fail("init: %s", weft_get_last_error());
     if (rank == 1) {
@@ -134,17 +143,13 @@ int main(void)
     ranks_result_t res;
     plan(4);
     setenv("WEFT_INIT_TIMEOUT_MS", "1500", 1);
-    weft_get_unique_id(&id);
     ok(run_ranks(2, 20000, missing_rank, NULL, NULL),
        "a rank that never arrives: the others get WEFT_ERR_TIMEOUT within the init deadline, naming it");
-    weft_get_unique_id(&id);
     run_ranks(4, 30000, killed_after_init, NULL, &res);
     ok(!res.timed_out && res.code[3] == -SIGKILL && res.exited[0] && !res.code[0] && res.exited[1] &&
            !res.code[1] && res.exited[2] && !res.code[2],
        "a rank killed after init: the others get an error naming a rank, not a hang");
-    weft_get_unique_id(&id);
     ok(run_ranks(2, 20000, peer_exits, NULL, NULL), "a peer that exits while awaited: WEFT_ERR_REMOTE naming it");
-    weft_get_unique_id(&id);
     ok(run_ranks(2, 20000, abort_unblocks, NULL, NULL),
        "abort from another thread unblocks a waiting call, and later calls fail with WEFT_ERR_ABORTED");
     return test_done();

@@ -4,6 +4,7 @@
  * ERROR frame where it can say why) and the real ranks still finish. */
 #include "tap/basic.h"
 #include "tap/ranks.h"
+#include "tap/job.h"
 #include "bootstrap.h"
 #include "conn.h"
 #include "sock.h"
@@ -118,6 +119,8 @@ static outcome_t *mmap_shared_results(void)
 static int rank_main(int rank, int nranks, void *arg)
 {
     (void)arg;
+    if (!job_id(rank, &id) || weft_uid_decode(&id, &info) != WEFT_OK)
+        return rank_fail("no unique id");
     if (rank == 2) { /* the misbehaving peer */
         usleep(300 * 1000); /* real rank 0 registers first */
         rank_step("oversized length");
@@ -154,8 +157,6 @@ int main(void)
     plan(10);
     setenv("WEFT_HANDSHAKE_TIMEOUT_MS", "2000", 1);
     results = mmap_shared_results();
-    if (weft_get_unique_id(&id) != WEFT_OK || weft_uid_decode(&id, &info) != WEFT_OK)
-        bail("get_unique_id: %s", weft_get_last_error());
     ok(run_ranks(3, 60000, rank_main, NULL, NULL), "real ranks finish despite a misbehaving authenticated peer");
     for (int i = 0; i < 6; i++)
         ok(results[i].closed, "the root drops a connection that sends %s", names[i]);

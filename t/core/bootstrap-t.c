@@ -1,6 +1,7 @@
 /* Bootstrap operations across forked ranks: 1, 2, 3, 4 and 8 ranks. */
 #include "tap/basic.h"
 #include "tap/ranks.h"
+#include "tap/job.h"
 #include "weft.h"
 
 #include <stdint.h>
@@ -25,6 +26,8 @@ static int rank_main(int rank, int nranks, void *arg)
     int fails = 0, v;
     (void)arg;
 
+    if (!job_id(rank, &id))
+        return 1;
     rank_step("weft_comm_init");
     st = weft_comm_init(&id, nranks, rank, NULL, &comm);
     if (st != WEFT_OK)
@@ -117,7 +120,7 @@ static int size_mismatch(int rank, int nranks, void *arg)
     weft_comm_t *comm;
     int fails = 0;
     (void)arg;
-    if (weft_comm_init(&id, nranks, rank, NULL, &comm) != WEFT_OK)
+    if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, NULL, &comm) != WEFT_OK)
         return rank_fail("init: %s", weft_get_last_error());
     if (rank == 0) {
         uint32_t small = 5;
@@ -138,12 +141,9 @@ int main(void)
     static const int counts[] = {1, 2, 3, 4, 8};
     plan(6);
     for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
-        if (weft_get_unique_id(&id) != WEFT_OK)
-            bail("get_unique_id: %s", weft_get_last_error());
         ok(run_ranks(counts[i], 60000, rank_main, NULL, NULL),
            "%d rank(s): init, allgather, broadcast, send/recv, barrier", counts[i]);
     }
-    weft_get_unique_id(&id);
     ok(run_ranks(2, 30000, size_mismatch, NULL, NULL), "a message of the wrong length is refused, naming the sender");
     return test_done();
 }

@@ -2,6 +2,7 @@
  * exchange, map a peer's buffer and write into it. */
 #include "tap/basic.h"
 #include "tap/ranks.h"
+#include "tap/job.h"
 #include "weft.h"
 
 #include <stdint.h>
@@ -25,6 +26,8 @@ static int rank_main(int rank, int nranks, void *arg)
     uint8_t *buf, junk[64];
     int fails = 0;
     (void)arg;
+    if (!job_id(rank, &id))
+        return 1;
 
     if (weft_comm_init(&id, nranks, rank, NULL, &comm) != WEFT_OK)
         return rank_fail("init: %s", weft_get_last_error());
@@ -101,6 +104,8 @@ static int withdrawn(int rank, int nranks, void *arg)
     void *buf;
     int fails = 0;
     (void)arg;
+    if (!job_id(rank, &id))
+        return 1;
     if (weft_comm_init(&id, nranks, rank, NULL, &comm) != WEFT_OK)
         return rank_fail("init: %s", weft_get_last_error());
     if (rank == 0) {
@@ -124,11 +129,8 @@ static int withdrawn(int rank, int nranks, void *arg)
 int main(void)
 {
     plan(3);
-    weft_get_unique_id(&id);
     ok(run_ranks(2, 30000, rank_main, NULL, NULL), "2 ranks map each other's registered memory");
-    weft_get_unique_id(&id);
     ok(run_ranks(4, 30000, rank_main, NULL, NULL), "4 ranks map each other's registered memory");
-    weft_get_unique_id(&id);
     ok(run_ranks(2, 30000, withdrawn, NULL, NULL), "a deregistered buffer cannot be imported any more");
     return test_done();
 }

@@ -15,6 +15,8 @@
 typedef struct {
     char step[RANKS_MAX][160];
     char fail[RANKS_MAX][512];
+    int shared_ready;
+    unsigned char shared_buf[4096];
 } shared_t;
 
 static shared_t *shared;
@@ -58,6 +60,27 @@ int rank_fail(const char *fmt, ...)
         vsnprintf(buf + len, sizeof(shared->fail[self]) - len, fmt, ap);
         va_end(ap);
     }
+    return 1;
+}
+
+int rank_share(int from, void *buf, size_t len)
+{
+    long deadline = now_ms() + 30000;
+    if (!shared || len > sizeof(shared->shared_buf))
+        return 0;
+    if (self == from) {
+        memcpy(shared->shared_buf, buf, len);
+        __atomic_store_n(&shared->shared_ready, 1, __ATOMIC_RELEASE);
+        return 1;
+    }
+    while (!__atomic_load_n(&shared->shared_ready, __ATOMIC_ACQUIRE)) {
+        if (now_ms() > deadline) {
+            rank_fail("rank %d never shared its data", from);
+            return 0;
+        }
+        usleep(1000);
+    }
+    memcpy(buf, shared->shared_buf, len);
     return 1;
 }
 

@@ -9,6 +9,8 @@
 #ifndef WEFT_TAP_RANKS_H
 #define WEFT_TAP_RANKS_H
 
+#include <stddef.h>
+
 typedef int (*rank_fn_t)(int rank, int nranks, void *arg);
 
 #define RANKS_MAX 64
@@ -30,6 +32,13 @@ void rank_step(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int rank_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* In a rank: its index, -1 in the parent. */
 int rank_self(void);
+/*
+ * In a rank: rank @p from publishes @p len (<= 4096) bytes, every other
+ * rank waits (up to 30 s) and receives them. Returns 1 on success. Used to
+ * hand out a unique id made by rank 0, so the parent never starts threads
+ * before forking.
+ */
+int rank_share(int from, void *buf, size_t len);
 /* Milliseconds since an arbitrary start (monotonic). */
 long now_ms(void);
 

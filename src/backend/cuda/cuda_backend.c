@@ -122,7 +122,7 @@ static weft_status_t rt_props(weft_gpu_ctx_t *ctx, weft_gpu_props_t *p)
     if (status != WEFT_OK)
         return status;
     memset(p, 0, sizeof(*p));
-    snprintf(p->name, sizeof(p->name), "%s", prop.name);
+    snprintf(p->name, sizeof(p->name), "%.63s", prop.name);
     p->index = ctx->device;
     p->total_mem = prop.totalGlobalMem;
     p->pci_bus = prop.pciBusID;

@@ -63,7 +63,7 @@ static void host_fini(weft_gpu_ctx_t *ctx)
 static uint64_t host_caps(weft_gpu_ctx_t *ctx)
 {
     (void)ctx;
-    return WEFT_CAP_IPC | WEFT_CAP_IPC_FD | WEFT_CAP_HOST_MAPPED;
+    return WEFT_CAP_IPC | WEFT_CAP_IPC_FD | WEFT_CAP_HOST_MAPPED | WEFT_CAP_CPU_ACCESS;
 }
 
 static weft_status_t host_props(weft_gpu_ctx_t *ctx, weft_gpu_props_t *p)

@@ -1,0 +1,168 @@
+#include "config.h"
+#include "connection.h"
+#include "log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+char *weft_mem_range(const weft_mem_t *mem, uint64_t off, uint64_t size, const char *what)
+{
+    void *p = NULL;
+    size_t bytes = 0;
+    uint64_t end;
+    if (weft_mem_ptr(mem, &p) != WEFT_OK || !p || weft_mem_size(mem, &bytes) != WEFT_OK ||
+        __builtin_add_overflow(off, size, &end) || end > bytes) {
+        weft_error(WEFT_SUB_PROXY, "%s: range [%llu, +%llu) outside a registration of %zu bytes", what,
+                   (unsigned long long)off, (unsigned long long)size, bytes);
+        return NULL;
+    }
+    return (char *)p + off;
+}
+
+/* -- direct engine -------------------------------------------------- */
+
+static weft_status_t direct_write(weft_connection_t *c, weft_mem_t *dst, uint64_t dst_off, weft_mem_t *src,
+                                  uint64_t src_off, uint64_t size)
+{
+    char *d = weft_mem_range(dst, dst_off, size, "ipc write (destination)");
+    char *s = weft_mem_range(src, src_off, size, "ipc write (source)");
+    (void)c;
+    if (!d || !s)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    memmove(d, s, size);
+    return WEFT_OK;
+}
+
+static weft_status_t direct_update(weft_connection_t *c, weft_mem_t *dst, uint64_t dst_off, uint64_t value)
+{
+    char *d = weft_mem_range(dst, dst_off, 8, "ipc update");
+    (void)c;
+    if (!d || ((uintptr_t)d & 7))
+        return WEFT_ERR_INVALID_ARGUMENT;
+    /* release: the writes before it are visible to whoever acquires it */
+    __atomic_store_n((uint64_t *)d, value, __ATOMIC_RELEASE);
+    return WEFT_OK;
+}
+
+static weft_status_t direct_flush(weft_connection_t *c, int timeout_ms)
+{
+    (void)c;
+    (void)timeout_ms;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    return WEFT_OK;
+}
+
+static void plain_destroy(weft_connection_t *c)
+{
+    (void)c;
+}
+
+static const weft_connection_ops_t ipc_direct_ops = {
+    .write = direct_write, .update = direct_update, .flush = direct_flush, .destroy = plain_destroy};
+
+/* -- copy engine ------------------------------------------------------ */
+
+static weft_status_t ce_write(weft_connection_t *c, weft_mem_t *dst, uint64_t dst_off, weft_mem_t *src,
+                              uint64_t src_off, uint64_t size)
+{
+    char *d = weft_mem_range(dst, dst_off, size, "ipc write (destination)");
+    char *s = weft_mem_range(src, src_off, size, "ipc write (source)");
+    if (!d || !s)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    return c->comm->gpu->memcpy_async(c->comm->gctx, d, s, size, c->stream);
+}
+
+static weft_status_t ce_flush(weft_connection_t *c, int timeout_ms)
+{
+    (void)timeout_ms;
+    return c->comm->gpu->stream_sync(c->comm->gctx, c->stream);
+}
+
+static weft_status_t ce_update(weft_connection_t *c, weft_mem_t *dst, uint64_t dst_off, uint64_t value)
+{
+    char *d = weft_mem_range(dst, dst_off, 8, "ipc update");
+    weft_status_t status;
+    if (!d)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    /* A staging slot is reused only after the copies that read it ran. */
+    if (c->next_slot == WEFT_UPDATE_SLOTS) {
+        if ((status = ce_flush(c, 0)) != WEFT_OK)
+            return status;
+        c->next_slot = 0;
+    }
+    c->staging[c->next_slot] = value;
+    status = c->comm->gpu->memcpy_async(c->comm->gctx, d, &c->staging_dev[c->next_slot], 8, c->stream);
+    c->next_slot++;
+    return status;
+}
+
+static void ce_destroy(weft_connection_t *c)
+{
+    c->comm->gpu->stream_sync(c->comm->gctx, c->stream);
+    c->comm->gpu->stream_destroy(c->comm->gctx, c->stream);
+    c->comm->gpu->host_free(c->comm->gctx, c->staging);
+}
+
+static const weft_connection_ops_t ipc_copy_engine_ops = {
+    .write = ce_write, .update = ce_update, .flush = ce_flush, .destroy = ce_destroy};
+
+/* -- public ------------------------------------------------------------ */
+
+weft_status_t weft_connection_create(weft_comm_t *comm, int peer, unsigned transport, weft_connection_t **out)
+{
+    weft_connection_t *c;
+    weft_status_t status;
+
+    if (!comm || !out || peer < 0 || peer >= comm->nranks)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    if (transport != WEFT_TRANSPORT_IPC) {
+        if (transport == WEFT_TRANSPORT_ETHERNET || transport == WEFT_TRANSPORT_IB) {
+            weft_error(WEFT_SUB_NET, "connection to rank %d: network transports are not in this build", peer);
+            return WEFT_ERR_UNSUPPORTED;
+        }
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    if (memcmp(weft_bootstrap_hostid(comm->boot, peer), comm->hostid, WEFT_HOSTID_BYTES) != 0) {
+        weft_error(WEFT_SUB_IPC, "connection to rank %d: IPC needs the peer on this host", peer);
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    if ((status = weft_comm_enter(comm)) != WEFT_OK)
+        return status;
+    c = calloc(1, sizeof(*c));
+    if (!c) {
+        weft_comm_leave(comm);
+        return WEFT_ERR_NO_MEMORY;
+    }
+    c->comm = comm;
+    c->peer = peer;
+    c->transport = transport;
+    if (comm->caps & WEFT_CAP_CPU_ACCESS) {
+        c->ops = &ipc_direct_ops;
+    } else {
+        c->ops = &ipc_copy_engine_ops;
+        status = comm->gpu->stream_create(comm->gctx, &c->stream);
+        if (status == WEFT_OK) {
+            status = comm->gpu->host_alloc_mapped(comm->gctx, WEFT_UPDATE_SLOTS * sizeof(uint64_t),
+                                                  (void **)&c->staging, (void **)&c->staging_dev);
+            if (status != WEFT_OK)
+                comm->gpu->stream_destroy(comm->gctx, c->stream);
+        }
+        if (status != WEFT_OK) {
+            free(c);
+            weft_comm_leave(comm);
+            return status;
+        }
+    }
+    weft_comm_leave(comm);
+    *out = c;
+    return WEFT_OK;
+}
+
+weft_status_t weft_connection_destroy(weft_connection_t *c)
+{
+    if (!c)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    c->ops->destroy(c);
+    free(c);
+    return WEFT_OK;
+}

@@ -1,0 +1,44 @@
+/*
+ * Connections: how the proxy and host-side semaphores move bytes to a
+ * peer. One table per kind; the IPC kind has two engines:
+ *  - direct: the CPU can reach both buffers (host backend): memcpy, and
+ *    the 64-bit update is a release store after it;
+ *  - copy engine: GPU memory: asynchronous copies on the connection's own
+ *    stream, in order, so an update lands after the writes before it.
+ * Network kinds (ethernet, ib) plug into the same table.
+ */
+#ifndef WEFT_CONNECTION_H
+#define WEFT_CONNECTION_H
+
+#include "comm.h"
+
+typedef struct weft_connection_ops {
+    /* dst[dst_off..+size) = src[src_off..+size); dst is the peer's memory */
+    weft_status_t (*write)(weft_connection_t *c, weft_mem_t *dst, uint64_t dst_off, weft_mem_t *src,
+                           uint64_t src_off, uint64_t size);
+    /* 64-bit store of value at dst + dst_off, after every earlier write */
+    weft_status_t (*update)(weft_connection_t *c, weft_mem_t *dst, uint64_t dst_off, uint64_t value);
+    /* every earlier write and update has landed */
+    weft_status_t (*flush)(weft_connection_t *c, int timeout_ms);
+    void (*destroy)(weft_connection_t *c);
+} weft_connection_ops_t;
+
+#define WEFT_UPDATE_SLOTS 64
+
+struct weft_connection {
+    const weft_connection_ops_t *ops;
+    weft_comm_t *comm;
+    int peer;
+    unsigned transport;
+    /* copy engine */
+    weft_gpu_stream_t *stream;
+    uint64_t *staging;      /* host-mapped update values, WEFT_UPDATE_SLOTS */
+    uint64_t *staging_dev;
+    unsigned next_slot;
+};
+
+/* Address of [off, off + size) of a registration mapped here, or NULL
+ * (logged) when out of bounds or not mapped. */
+char *weft_mem_range(const weft_mem_t *mem, uint64_t off, uint64_t size, const char *what);
+
+#endif

@@ -1,0 +1,265 @@
+/*
+ * The proxy: one host thread draining a FIFO of triggers that device code
+ * pushes (see the port channel section of weft/device.h for the trigger
+ * layout and the FIFO protocol) and turning them into connection writes,
+ * signals and flushes.
+ *
+ * Failure: a trigger that cannot be executed (bad ids, out-of-range
+ * offsets, a failed connection) records WEFT_DEV_PROXY_FAILED in the
+ * device control block, so every device wait gives up instead of waiting
+ * for a tail that would never move, and the error becomes the
+ * communicator's async error. Abort stops the thread within one idle
+ * sleep (<= 1 ms).
+ */
+#include "config.h"
+#include "semaphore.h"
+#include "log.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct weft_proxy {
+    weft_comm_t *comm;
+    weft_trigger_t *triggers, *triggers_dev; /* host-mapped */
+    uint64_t *tail, *tail_dev;               /* host-mapped */
+    uint64_t *head;                          /* device memory: head_alloc */
+    weft_gpu_alloc_t head_alloc;
+    uint64_t size;
+    weft_mem_t *mems[WEFT_TRIGGER_MAX_MEM + 1];
+    uint32_t nmems;
+    weft_semaphore_t *chans[WEFT_TRIGGER_MAX_CHANNEL + 1];
+    uint32_t base_src[WEFT_TRIGGER_MAX_CHANNEL + 1], base_dst[WEFT_TRIGGER_MAX_CHANNEL + 1];
+    uint32_t nchans;
+    pthread_t thread;
+    int running;
+    int stop;        /* atomic */
+    uint64_t executed;
+};
+
+static weft_status_t execute(weft_proxy_t *p, uint64_t w0, uint64_t w1)
+{
+    unsigned type = (unsigned)(w1 >> 60) & 7u;
+    uint32_t ch = (uint32_t)(w1 >> 50) & WEFT_TRIGGER_MAX_CHANNEL;
+    uint32_t dst_id = (uint32_t)(w1 >> 41) & WEFT_TRIGGER_MAX_MEM, src_id = (uint32_t)(w1 >> 32) & WEFT_TRIGGER_MAX_MEM;
+    weft_semaphore_t *s;
+    weft_connection_t *c;
+    weft_status_t status = WEFT_OK;
+
+    if (ch >= p->nchans) {
+        weft_error(WEFT_SUB_PROXY, "rank %d proxy: trigger names channel %u of %u", p->comm->rank, ch, p->nchans);
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    s = p->chans[ch];
+    c = s->conn;
+    if (type == WEFT_TRIGGER_BASE) {
+        p->base_src[ch] = (uint32_t)w0;
+        p->base_dst[ch] = (uint32_t)(w0 >> 32);
+        return WEFT_OK;
+    }
+    if (type & WEFT_TRIGGER_DATA) {
+        uint64_t size = w0 & 0xffffffffull;
+        uint64_t src_off = (uint64_t)p->base_src[ch] << 32 | (w0 >> 32);
+        uint64_t dst_off = (uint64_t)p->base_dst[ch] << 32 | (w1 & 0xffffffffull);
+        p->base_src[ch] = p->base_dst[ch] = 0;
+        if (dst_id >= p->nmems || src_id >= p->nmems) {
+            weft_error(WEFT_SUB_PROXY, "rank %d proxy: trigger names memory %u/%u of %u", p->comm->rank, src_id,
+                       dst_id, p->nmems);
+            return WEFT_ERR_INVALID_ARGUMENT;
+        }
+        status = c->ops->write(c, p->mems[dst_id], dst_off, p->mems[src_id], src_off, size);
+        if (status != WEFT_OK)
+            return status;
+    }
+    if (type & WEFT_TRIGGER_SIGNAL) {
+        /* the update is ordered after the write above by the connection */
+        status = c->ops->update(c, s->remote, WEFT_TOKEN_INBOUND * 8, s->host_outbound + 1);
+        if (status != WEFT_OK)
+            return status;
+        s->host_outbound++;
+    }
+    if (type & WEFT_TRIGGER_FLUSH)
+        status = c->ops->flush(c, 0);
+    return status;
+}
+
+static void proxy_failed(weft_proxy_t *p, weft_status_t status)
+{
+    weft_dev_ctl_t *ctl = p->comm->ctl;
+    uint32_t zero = 0;
+    if (__atomic_compare_exchange_n(&ctl->error, &zero, WEFT_DEV_PROXY_FAILED, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE)) {
+        ctl->peer = -1;
+        ctl->op = WEFT_DEV_OP_FLUSH;
+    }
+    weft_comm_set_async_error(p->comm, status);
+}
+
+static void *proxy_main(void *arg)
+{
+    weft_proxy_t *p = arg;
+    uint64_t tail = *p->tail;
+    unsigned idle = 0;
+
+    while (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) {
+        weft_trigger_t *t = &p->triggers[tail & (p->size - 1)];
+        /* acquire: pairs with the release of w1 in weft_fifo_push */
+        uint64_t w1 = __atomic_load_n(&t->w1, __ATOMIC_ACQUIRE), w0;
+        if (!(w1 >> 63)) {
+            if (__atomic_load_n(&p->comm->ctl->abort, __ATOMIC_ACQUIRE))
+                break;
+            /* Spin briefly for latency, then back off to spare the CPU. */
+            if (++idle < 256) {
+                sched_yield();
+            } else {
+                struct timespec ts = {0, idle < 4096 ? 20000 : 500000};
+                nanosleep(&ts, NULL);
+            }
+            continue;
+        }
+        idle = 0;
+        w0 = t->w0;
+        __atomic_store_n(&t->w0, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&t->w1, 0, __ATOMIC_RELAXED);
+        weft_status_t status = execute(p, w0, w1 & ~(1ull << 63));
+        if (status != WEFT_OK) {
+            proxy_failed(p, status);
+            break;
+        }
+        p->executed++;
+        tail++;
+        /* release: the trigger's effects happen before the device sees tail move */
+        __atomic_store_n(p->tail, tail, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+weft_status_t weft_proxy_create(weft_comm_t *comm, size_t fifo_size, weft_proxy_t **out)
+{
+    weft_proxy_t *p;
+    weft_status_t status;
+
+    if (fifo_size == 0)
+        fifo_size = 512;
+    if (!comm || !out || fifo_size < 2 || (fifo_size & (fifo_size - 1)) || fifo_size > (1u << 20))
+        return WEFT_ERR_INVALID_ARGUMENT;
+    if ((status = weft_comm_enter(comm)) != WEFT_OK)
+        return status;
+    p = calloc(1, sizeof(*p));
+    if (!p) {
+        weft_comm_leave(comm);
+        return WEFT_ERR_NO_MEMORY;
+    }
+    p->comm = comm;
+    p->size = fifo_size;
+    status = comm->gpu->host_alloc_mapped(comm->gctx, fifo_size * sizeof(weft_trigger_t), (void **)&p->triggers,
+                                          (void **)&p->triggers_dev);
+    if (status != WEFT_OK)
+        goto err_free;
+    status = comm->gpu->host_alloc_mapped(comm->gctx, 64, (void **)&p->tail, (void **)&p->tail_dev);
+    if (status != WEFT_OK)
+        goto err_triggers;
+    status = comm->gpu->mem_alloc(comm->gctx, 64, &p->head_alloc);
+    if (status != WEFT_OK)
+        goto err_tail;
+    p->head = p->head_alloc.ptr;
+    memset(p->triggers, 0, fifo_size * sizeof(weft_trigger_t));
+    *p->tail = 0;
+    weft_comm_leave(comm);
+    *out = p;
+    return WEFT_OK;
+err_tail:
+    comm->gpu->host_free(comm->gctx, p->tail);
+err_triggers:
+    comm->gpu->host_free(comm->gctx, p->triggers);
+err_free:
+    free(p);
+    weft_comm_leave(comm);
+    return status;
+}
+
+weft_status_t weft_proxy_add_memory(weft_proxy_t *p, weft_mem_t *mem, uint32_t *id)
+{
+    if (!p || !mem || !id || p->running)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    if (p->nmems >= WEFT_TRIGGER_MAX_MEM) {
+        weft_error(WEFT_SUB_PROXY, "proxy: at most %u memories", WEFT_TRIGGER_MAX_MEM);
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    p->mems[p->nmems] = mem;
+    *id = p->nmems++;
+    return WEFT_OK;
+}
+
+weft_status_t weft_proxy_add_semaphore(weft_proxy_t *p, weft_semaphore_t *s, uint32_t *id)
+{
+    if (!p || !s || !id || p->running || s->comm != p->comm)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    if (p->nchans > WEFT_TRIGGER_MAX_CHANNEL) {
+        weft_error(WEFT_SUB_PROXY, "proxy: at most %u channels", WEFT_TRIGGER_MAX_CHANNEL + 1);
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    p->chans[p->nchans] = s;
+    *id = p->nchans++;
+    return WEFT_OK;
+}
+
+weft_status_t weft_proxy_start(weft_proxy_t *p)
+{
+    int rc;
+    if (!p || p->running)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    __atomic_store_n(&p->stop, 0, __ATOMIC_RELEASE);
+    if ((rc = pthread_create(&p->thread, NULL, proxy_main, p)) != 0) {
+        weft_error(WEFT_SUB_PROXY, "cannot start the proxy thread: %s", strerror(rc));
+        return WEFT_ERR_SYSTEM;
+    }
+    p->running = 1;
+    return WEFT_OK;
+}
+
+weft_status_t weft_proxy_stop(weft_proxy_t *p)
+{
+    if (!p)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    if (!p->running)
+        return WEFT_OK;
+    __atomic_store_n(&p->stop, 1, __ATOMIC_RELEASE);
+    pthread_join(p->thread, NULL);
+    p->running = 0;
+    return WEFT_OK;
+}
+
+weft_status_t weft_proxy_destroy(weft_proxy_t *p)
+{
+    if (!p)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    weft_proxy_stop(p);
+    p->comm->gpu->mem_free(p->comm->gctx, &p->head_alloc);
+    p->comm->gpu->host_free(p->comm->gctx, p->tail);
+    p->comm->gpu->host_free(p->comm->gctx, p->triggers);
+    free(p);
+    return WEFT_OK;
+}
+
+weft_status_t weft_port_channel_device_handle(weft_proxy_t *p, uint32_t channel, uint32_t dst_mem, uint32_t src_mem,
+                                              weft_port_channel_dev_t *out)
+{
+    if (!p || !out || channel >= p->nchans || dst_mem >= p->nmems || src_mem >= p->nmems)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    memset(out, 0, sizeof(*out));
+    out->fifo.triggers = p->triggers_dev;
+    out->fifo.head = p->head;
+    out->fifo.tail = p->tail_dev;
+    out->fifo.size = p->size;
+    out->fifo.ctl = p->comm->ctl_dev;
+    weft_semaphore_device_handle(p->chans[channel], &out->sema);
+    out->sema.remote_inbound = NULL; /* the proxy signals for this channel */
+    out->channel = channel;
+    out->dst_mem = dst_mem;
+    out->src_mem = src_mem;
+    return WEFT_OK;
+}
