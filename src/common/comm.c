@@ -477,7 +477,7 @@ weft_status_t weft_comm_check_device(weft_comm_t *comm)
         snprintf(peer, sizeof(peer), "the proxy");
     status = code == WEFT_DEV_TIMEOUT ? WEFT_ERR_TIMEOUT : code == WEFT_DEV_ABORTED ? WEFT_ERR_ABORTED
                                                                                     : WEFT_ERR_REMOTE;
-    weft_error(WEFT_SUB_GPU, "rank %d: %s waiting for %s %s", comm->rank, dev_op_name(comm->ctl->op), peer,
+    weft_error(WEFT_SUB_GPU, "rank %d: %s for %s %s", comm->rank, dev_op_name(comm->ctl->op), peer,
                code == WEFT_DEV_TIMEOUT ? "timed out" : code == WEFT_DEV_ABORTED ? "was aborted" : "failed");
     weft_comm_set_async_error(comm, status);
     return status;
