@@ -35,9 +35,17 @@
 #include <hip/hip_runtime.h>
 #else
 #define WEFT_ON_GPU 0
-#include <sched.h>
 #include <string.h>
-#include <time.h>
+/* Host backend services, in libweft (kept out of line so this header
+ * needs no POSIX feature macros). */
+#ifdef __cplusplus
+extern "C" {
+#endif
+__attribute__((visibility("default"))) uint64_t weft_host_clock_ns(void);
+__attribute__((visibility("default"))) void weft_host_yield(void);
+#ifdef __cplusplus
+}
+#endif
 #endif
 
 #if WEFT_ON_GPU
@@ -133,11 +141,13 @@ WEFT_DEVICE uint64_t weft_clock_ns(void)
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
 #elif defined(WEFT_HIP)
-    return (uint64_t)wall_clock64() * 10u; /* 100 MHz constant clock on CDNA */
+#if defined(__HIP_DEVICE_COMPILE__)
+    return (uint64_t)__builtin_amdgcn_s_memrealtime() * 10u; /* 100 MHz constant clock on CDNA */
 #else
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return 0; /* host pass of a HIP compile: never called */
+#endif
+#else
+    return weft_host_clock_ns();
 #endif
 }
 
@@ -149,7 +159,7 @@ WEFT_DEVICE void weft_spin_pause(void)
     __nanosleep(32);
 #endif
 #else
-    sched_yield();
+    weft_host_yield();
 #endif
 }
 

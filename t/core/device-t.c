@@ -1,0 +1,145 @@
+/* The portable device API on the host: copies for any alignment and
+ * thread split, LL packets and their flags, bounded waits, trigger
+ * encoding (including splits and high offsets), element conversions. */
+#include "tap/basic.h"
+#include "weft/device.h"
+#include "weft/dtype.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int copy_ok(size_t n, size_t dalign, size_t salign, size_t ntid)
+{
+    unsigned char src[512], dst[512], want[512];
+    for (size_t i = 0; i < sizeof(src); i++)
+        src[i] = (unsigned char)(i * 31 + 7);
+    memset(dst, 0xee, sizeof(dst));
+    memcpy(want, dst, sizeof(want));
+    memcpy(want + 16 + dalign, src + 16 + salign, n);
+    /* the threads of a launch, one after the other */
+    for (size_t t = 0; t < ntid; t++)
+        weft_copy(dst + 16 + dalign, src + 16 + salign, n, t, ntid);
+    return memcmp(dst, want, sizeof(dst)) == 0;
+}
+
+int main(void)
+{
+    int all = 1;
+    weft_dev_ctl_t ctl;
+    uint64_t word = 0;
+
+    plan(23);
+    for (size_t n = 0; n <= 200 && all; n += (n < 40 ? 1 : 23))
+        for (size_t da = 0; da < 17 && all; da++)
+            for (size_t sa = 0; sa < 17 && all; sa += 3)
+                for (size_t nt = 1; nt <= 33 && all; nt += 8)
+                    if (!copy_ok(n, da, sa, nt)) {
+                        diag("copy of %zu bytes, alignments %zu/%zu, %zu threads", n, da, sa, nt);
+                        all = 0;
+                    }
+    ok(all, "weft_copy is exact for any size, alignment and thread split, and writes nothing else");
+
+    /* LL16 and LL8 round trips with odd sizes, split over threads */
+    {
+        unsigned char src[100], out[104];
+        weft_ll16_t pk16[16];
+        weft_ll8_t pk8[32];
+        int good = 1;
+        memset(&ctl, 0, sizeof(ctl));
+        ctl.timeout_ns = 1000000000ull;
+        for (size_t i = 0; i < sizeof(src); i++)
+            src[i] = (unsigned char)(200 - i);
+        memset(pk16, 0, sizeof(pk16));
+        memset(out, 0x55, sizeof(out));
+        for (size_t t = 0; t < 3; t++)
+            weft_ll16_put(pk16, src, 77, 9, t, 3);
+        for (size_t t = 0; t < 2; t++)
+            good &= weft_ll16_unpack(out, pk16, 77, 9, t, 2, &ctl, 1) == 0;
+        ok(good && memcmp(out, src, 77) == 0 && out[77] == 0x55, "LL16 packets carry 77 bytes exactly");
+        memset(pk8, 0, sizeof(pk8));
+        memset(out, 0x55, sizeof(out));
+        weft_ll8_put(pk8, src, 101 - 2, 3, 0, 1);
+        good = weft_ll8_unpack(out, pk8, 99, 3, 0, 1, &ctl, 1) == 0;
+        ok(good && memcmp(out, src, 99) == 0 && out[99] == 0x55, "LL8 packets carry 99 bytes exactly");
+        ok(pk16[0].flag0 == 9 && pk16[0].flag1 == 9, "each LL16 half carries the flag");
+        ctl.timeout_ns = 50000000ull; /* 50 ms */
+        ok(weft_ll16_unpack(out, pk16, 77, 10, 0, 1, &ctl, 4) == 1, "a packet with another flag is not accepted");
+        ok(ctl.error == WEFT_DEV_TIMEOUT && ctl.op == WEFT_DEV_OP_PACKET_WAIT && ctl.peer == 4,
+           "the give-up is recorded as a packet-wait timeout for the peer");
+    }
+    is_int(1, weft_packet_next_flag(0xffffffffu), "flags skip 0 when they wrap");
+    is_int(0xffffffffu, weft_packet_next_flag(0xfffffffeu), "and count up otherwise");
+
+    /* bounded waits */
+    memset(&ctl, 0, sizeof(ctl));
+    ctl.timeout_ns = 20000000ull;
+    word = 5;
+    ok(weft_wait_geq_u64(&ctl, &word, 5, 1, WEFT_DEV_OP_SEMA_WAIT) == 0, "a satisfied wait returns at once");
+    ok(weft_wait_geq_u64(&ctl, &word, 6, 2, WEFT_DEV_OP_SEMA_WAIT) == 1 && ctl.error == WEFT_DEV_TIMEOUT,
+       "an unsatisfied wait times out and records it");
+    memset(&ctl, 0, sizeof(ctl));
+    ctl.timeout_ns = 60000000000ull;
+    ctl.abort = 1;
+    ok(weft_wait_geq_u64(&ctl, &word, 6, 2, WEFT_DEV_OP_SEMA_WAIT) == 1 && ctl.error == WEFT_DEV_ABORTED,
+       "an aborted wait gives up and records the abort");
+
+    /* triggers: a 4 GiB + 10 put at high offsets, with a signal at the end */
+    {
+        weft_trigger_t trig[64];
+        uint64_t head = 0, tail = 0;
+        weft_port_channel_dev_t pc;
+        memset(&ctl, 0, sizeof(ctl));
+        memset(trig, 0, sizeof(trig));
+        memset(&pc, 0, sizeof(pc));
+        pc.fifo.triggers = trig;
+        pc.fifo.head = &head;
+        pc.fifo.tail = &tail;
+        pc.fifo.size = 64;
+        pc.fifo.ctl = &ctl;
+        pc.channel = 1000;
+        pc.dst_mem = 511;
+        pc.src_mem = 3;
+        uint64_t dst = (3ull << 32) + 7, src = 9, bytes = (1ull << 32) + 10;
+        ok(weft_pc_put_with_signal(&pc, dst, src, bytes) == 0, "a 4 GiB + 10 put is accepted");
+        is_int(4, (long)head, "and split into BASE, DATA, BASE, DATA triggers");
+        unsigned t0 = (unsigned)(trig[0].w1 >> 60) & 7, t1 = (unsigned)(trig[1].w1 >> 60) & 7,
+                 t3 = (unsigned)(trig[3].w1 >> 60) & 7;
+        ok(t0 == WEFT_TRIGGER_BASE && (trig[0].w0 >> 32) == 3 && (uint32_t)trig[0].w0 == 0,
+           "the first BASE carries the high offset words");
+        ok(t1 == WEFT_TRIGGER_DATA && (trig[1].w0 & 0xffffffff) == 0xffffffffu && (trig[1].w0 >> 32) == 9 &&
+               (trig[1].w1 & 0xffffffff) == 7,
+           "the first DATA moves 4 GiB - 1 bytes from the low offsets");
+        uint64_t src2 = src + 0xffffffffull, dst2 = dst + 0xffffffffull;
+        ok((uint32_t)trig[2].w0 == (uint32_t)(src2 >> 32) && (trig[2].w0 >> 32) == (dst2 >> 32) &&
+               (trig[3].w0 & 0xffffffff) == 11 && (trig[3].w0 >> 32) == (uint32_t)src2 &&
+               (trig[3].w1 & 0xffffffff) == (uint32_t)dst2,
+           "the second part continues where the first ended");
+        ok(t3 == (WEFT_TRIGGER_DATA | WEFT_TRIGGER_SIGNAL), "only the last part carries the signal");
+        ok(((trig[3].w1 >> 50) & 1023) == 1000 && ((trig[3].w1 >> 41) & 511) == 511 && ((trig[3].w1 >> 32) & 511) == 3 &&
+               (trig[3].w1 >> 63),
+           "channel and memory ids and the valid bit are encoded");
+    }
+
+    /* element conversions */
+    ok(weft_f32_to_f16(1.0f) == 0x3c00 && weft_f32_to_f16(65504.0f) == 0x7bff && weft_f32_to_f16(65520.0f) == 0x7c00 &&
+           weft_f32_to_f16(5.96046448e-8f) == 0x0001 && weft_f16_to_f32(0xc000) == -2.0f,
+       "f16 conversions round to nearest even, overflow to infinity, keep subnormals");
+    ok(weft_f32_to_bf16(1.0f) == 0x3f80 && weft_bf16_to_f32(0x4049) == 3.140625f && weft_f32_to_bf16(1.00390625f) == 0x3f80,
+       "bf16 conversions round to nearest even");
+    ok(weft_f32_to_e4m3(448.0f) == 0x7e && weft_f32_to_e4m3(1000.0f) == 0x7e && weft_e4m3_to_f32(0x38) == 1.0f &&
+           weft_e4m3_to_f32(0x01) == 0.001953125f && isnan(weft_e4m3_to_f32(0x7f)),
+       "fp8 e4m3: saturates at 448, subnormals, NaN");
+    ok(weft_f32_to_e5m2(57344.0f) == 0x7b && weft_f32_to_e5m2(1e6f) == 0x7c && weft_e5m2_to_f32(0x3c) == 1.0f,
+       "fp8 e5m2: max 57344, overflow to infinity");
+    {
+        weft_f16_t a = weft_f32_to_f16(1.5f), b = weft_f32_to_f16(2.25f);
+        int32_t i = 7, j = -9;
+        uint8_t e = weft_f32_to_e4m3(2.0f), f = weft_f32_to_e4m3(3.0f);
+        weft_reduce_elem(WEFT_FLOAT16, WEFT_SUM, &a, &b);
+        weft_reduce_elem(WEFT_INT32, WEFT_MIN, &i, &j);
+        weft_reduce_elem(WEFT_FP8_E4M3, WEFT_PROD, &e, &f);
+        ok(weft_f16_to_f32(a) == 3.75f && i == -9 && weft_e4m3_to_f32(e) == 6.0f, "reductions by type and op");
+    }
+    return test_done();
+}
