@@ -477,8 +477,11 @@ weft_status_t weft_comm_check_device(weft_comm_t *comm)
         snprintf(peer, sizeof(peer), "the proxy");
     status = code == WEFT_DEV_TIMEOUT ? WEFT_ERR_TIMEOUT : code == WEFT_DEV_ABORTED ? WEFT_ERR_ABORTED
                                                                                     : WEFT_ERR_REMOTE;
-    weft_error(WEFT_SUB_GPU, "rank %d: %s for %s %s", comm->rank, dev_op_name(comm->ctl->op), peer,
-               code == WEFT_DEV_TIMEOUT ? "timed out" : code == WEFT_DEV_ABORTED ? "was aborted" : "failed");
+    if (code == WEFT_DEV_PROXY_FAILED)
+        weft_error(WEFT_SUB_GPU, "rank %d: the proxy could not execute a trigger; device waits gave up", comm->rank);
+    else
+        weft_error(WEFT_SUB_GPU, "rank %d: %s for %s %s", comm->rank, dev_op_name(comm->ctl->op), peer,
+                   code == WEFT_DEV_TIMEOUT ? "timed out" : "was aborted");
     weft_comm_set_async_error(comm, status);
     return status;
 }

@@ -1,0 +1,210 @@
+/* Device waits never hang: a peer that never signals is a timeout naming
+ * it; abort from another thread unblocks a waiting kernel and stops the
+ * proxy within a second; a trigger the proxy cannot execute fails the
+ * waiters instead of leaving them waiting. */
+#include "tap/basic.h"
+#include "tap/job.h"
+#include "tap/mesh.h"
+#include "tap/ranks.h"
+#include "weft.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static weft_unique_id_t id;
+
+typedef struct {
+    mesh_t *m;
+    weft_port_channel_dev_t pc;
+} kargs_t;
+
+static void k_wait_peer1(const weft_kctx_t *k, void *a)
+{
+    kargs_t *ka = a;
+    (void)k;
+    weft_mc_wait(&ka->m->dev[1]);
+}
+
+static void k_port_wait(const weft_kctx_t *k, void *a)
+{
+    kargs_t *ka = a;
+    (void)k;
+    weft_pc_wait(&ka->pc);
+}
+
+static void k_port_flush(const weft_kctx_t *k, void *a)
+{
+    kargs_t *ka = a;
+    (void)k;
+    if (weft_pc_put_with_signal_and_flush(&ka->pc, 0, 0, 64) == 0)
+        weft_pc_wait(&ka->pc);
+}
+
+static int setup(int rank, int nranks, int device_timeout_ms, weft_comm_t **comm, mesh_t *m)
+{
+    weft_comm_config_t cfg = WEFT_COMM_CONFIG_INIT;
+    cfg.device_timeout_ms = device_timeout_ms;
+    if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, &cfg, comm) != WEFT_OK)
+        return rank_fail("init: %s", weft_get_last_error());
+    return mesh_setup(m, *comm, 4096) ? 0 : 1;
+}
+
+static int never_signalled(int rank, int nranks, void *arg)
+{
+    weft_comm_t *comm;
+    mesh_t m;
+    kargs_t ka;
+    memset(&ka, 0, sizeof(ka));
+    ka.m = &m;
+    weft_status_t st, async;
+    int fails = 0;
+    (void)arg;
+    if (setup(rank, nranks, 300, &comm, &m))
+        return 1;
+    if (rank == 0) {
+        long t0 = now_ms();
+        rank_step("waiting for a signal rank 1 never sends");
+        st = mesh_launch(&m, k_wait_peer1, 1, &ka, sizeof(ka));
+        long took = now_ms() - t0;
+        if (st != WEFT_ERR_TIMEOUT)
+            fails += rank_fail("expected WEFT_ERR_TIMEOUT, got %s", weft_status_string(st));
+        if (took > 2000)
+            fails += rank_fail("the timeout took %ld ms (deadline 300 ms)", took);
+        if (!strstr(weft_get_last_error(), "rank 1") || !strstr(weft_get_last_error(), "semaphore"))
+            fails += rank_fail("the error does not name the wait and rank 1: %s", weft_get_last_error());
+        weft_comm_get_async_error(comm, &async);
+        if (async != WEFT_ERR_TIMEOUT)
+            fails += rank_fail("async error is %s", weft_status_string(async));
+    }
+    mesh_teardown(&m);
+    weft_comm_destroy(comm);
+    return fails;
+}
+
+static void *abort_later(void *arg)
+{
+    usleep(300 * 1000);
+    weft_comm_abort(arg);
+    return NULL;
+}
+
+static int abort_kernel_and_proxy(int rank, int nranks, void *arg)
+{
+    weft_comm_t *comm;
+    mesh_t m;
+    kargs_t ka;
+    memset(&ka, 0, sizeof(ka));
+    ka.m = &m;
+    weft_proxy_t *proxy;
+    weft_semaphore_t *sema;
+    uint32_t mem, chan;
+    int fails = 0;
+    (void)arg;
+    if (setup(rank, nranks, 30000, &comm, &m))
+        return 1;
+    int peer = 1 - rank;
+    if (weft_semaphore_create(m.conn[peer], &sema) != WEFT_OK || weft_proxy_create(comm, 0, &proxy) != WEFT_OK ||
+        weft_proxy_add_memory(proxy, m.buf_mem, &mem) != WEFT_OK ||
+        weft_proxy_add_semaphore(proxy, sema, &chan) != WEFT_OK ||
+        weft_port_channel_device_handle(proxy, chan, mem, mem, &ka.pc) != WEFT_OK ||
+        weft_proxy_start(proxy) != WEFT_OK)
+        return rank_fail("proxy setup: %s", weft_get_last_error());
+    weft_bootstrap_barrier(comm);
+    if (rank == 0) {
+        pthread_t t;
+        pthread_create(&t, NULL, abort_later, comm);
+        long t0 = now_ms();
+        rank_step("kernel waiting on a port channel, abort in 300 ms");
+        weft_status_t st = mesh_launch(&m, k_port_wait, 1, &ka, sizeof(ka));
+        long kernel_ms = now_ms() - t0;
+        weft_proxy_stop(proxy);
+        long total_ms = now_ms() - t0;
+        pthread_join(t, NULL);
+        if (st != WEFT_ERR_ABORTED)
+            fails += rank_fail("expected WEFT_ERR_ABORTED, got %s", weft_status_string(st));
+        if (kernel_ms > 1300 || total_ms > 1300)
+            fails += rank_fail("abort took %ld ms to unblock the kernel, %ld ms to stop the proxy", kernel_ms,
+                               total_ms);
+    } else {
+        usleep(1500 * 1000);
+    }
+    weft_proxy_destroy(proxy);
+    weft_semaphore_destroy(sema);
+    mesh_teardown(&m);
+    weft_comm_destroy(comm);
+    return fails;
+}
+
+static int bad_trigger(int rank, int nranks, void *arg)
+{
+    weft_comm_t *comm;
+    mesh_t m;
+    kargs_t ka;
+    memset(&ka, 0, sizeof(ka));
+    ka.m = &m;
+    weft_proxy_t *proxy;
+    weft_semaphore_t *sema;
+    uint32_t mem, chan;
+    weft_status_t async;
+    int fails = 0;
+    (void)arg;
+    if (setup(rank, nranks, 30000, &comm, &m))
+        return 1;
+    int peer = 1 - rank;
+    if (weft_semaphore_create(m.conn[peer], &sema) != WEFT_OK || weft_proxy_create(comm, 0, &proxy) != WEFT_OK ||
+        weft_proxy_add_memory(proxy, m.buf_mem, &mem) != WEFT_OK ||
+        weft_proxy_add_memory(proxy, m.rbuf[peer], &mem) != WEFT_OK ||
+        weft_proxy_add_semaphore(proxy, sema, &chan) != WEFT_OK ||
+        weft_port_channel_device_handle(proxy, chan, mem, 0, &ka.pc) != WEFT_OK ||
+        weft_proxy_start(proxy) != WEFT_OK)
+        return rank_fail("proxy setup: %s", weft_get_last_error());
+    if (rank == 0) {
+        ka.pc.dst_mem = 300; /* no such memory: the proxy must refuse it */
+        long t0 = now_ms();
+        rank_step("put+flush with a bad memory id");
+        weft_status_t st = mesh_launch(&m, k_port_flush, 1, &ka, sizeof(ka));
+        if (st != WEFT_ERR_REMOTE)
+            fails += rank_fail("expected WEFT_ERR_REMOTE, got %s", weft_status_string(st));
+        if (now_ms() - t0 > 2000)
+            fails += rank_fail("the failure took %ld ms to reach the kernel", now_ms() - t0);
+        weft_comm_get_async_error(comm, &async);
+        if (async != WEFT_ERR_INVALID_ARGUMENT)
+            fails += rank_fail("async error is %s", weft_status_string(async));
+    }
+    weft_proxy_destroy(proxy);
+    weft_semaphore_destroy(sema);
+    mesh_teardown(&m);
+    weft_comm_destroy(comm);
+    return fails;
+}
+
+static int switch_unsupported(int rank, int nranks, void *arg)
+{
+    weft_comm_t *comm;
+    weft_switch_channel_t *sw = NULL;
+    weft_status_t st;
+    (void)arg;
+    if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, NULL, &comm) != WEFT_OK)
+        return rank_fail("init: %s", weft_get_last_error());
+    st = weft_switch_channel_create(comm, 1 << 20, &sw);
+    weft_comm_destroy(comm);
+    if (st != WEFT_ERR_UNSUPPORTED || sw)
+        return rank_fail("switch channel: %s", weft_status_string(st));
+    return 0;
+}
+
+int main(void)
+{
+    plan(4);
+    ok(run_ranks(2, 30000, never_signalled, NULL, NULL),
+       "a wait whose peer never signals ends in WEFT_ERR_TIMEOUT naming the peer, within the deadline");
+    ok(run_ranks(2, 30000, abort_kernel_and_proxy, NULL, NULL),
+       "abort from another thread unblocks a waiting kernel and the proxy within a second");
+    ok(run_ranks(2, 30000, bad_trigger, NULL, NULL),
+       "a trigger the proxy cannot execute fails the waiting kernel instead of hanging it");
+    ok(run_ranks(1, 30000, switch_unsupported, NULL, NULL),
+       "the switch channel is WEFT_ERR_UNSUPPORTED on a backend without multicast");
+    return test_done();
+}
