@@ -318,6 +318,24 @@ WEFT_API weft_status_t weft_comm_check_device(weft_comm_t *comm);
 WEFT_API weft_status_t weft_comm_device_ctl(weft_comm_t *comm, weft_dev_ctl_t **ctl);
 
 /* ------------------------------------------------------------------ */
+/* Streams and built-in kernels                                        */
+/* ------------------------------------------------------------------ */
+
+/** An in-order queue of device work on the communicator's device. */
+typedef struct weft_stream weft_stream_t;
+WEFT_API weft_status_t weft_stream_create(weft_comm_t *comm, weft_stream_t **stream);
+WEFT_API weft_status_t weft_stream_destroy(weft_stream_t *stream);
+/** Waits for the queued work, then reports device errors as
+ * weft_comm_check_device does. */
+WEFT_API weft_status_t weft_stream_synchronize(weft_stream_t *stream);
+/**
+ * Queues built-in kernel @p name (src/kernels/) with a copy of @p args,
+ * whose size must match the kernel's argument struct.
+ */
+WEFT_API weft_status_t weft_launch_builtin(weft_stream_t *stream, const char *name, unsigned nblocks,
+                                           unsigned nthreads, const void *args, size_t args_size);
+
+/* ------------------------------------------------------------------ */
 /* Connections                                                         */
 /* ------------------------------------------------------------------ */
 

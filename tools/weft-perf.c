@@ -6,10 +6,12 @@
  * Operations available in this build: the host-side bootstrap
  * collectives (bootstrap-allgather, bootstrap-broadcast,
  * bootstrap-barrier), which carry setup traffic such as exchanging
- * registration handles. Device collectives report that they are not in
+ * registration handles, and p2p (channel latencies and put bandwidth
+ * between two ranks). Device collectives report that they are not in
  * this build.
  */
 #include "launch.h"
+#include "perf.h"
 #include "weft.h"
 
 #include <getopt.h>
@@ -19,16 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-typedef enum { OP_ALLGATHER, OP_BROADCAST, OP_BARRIER } op_t;
-
-typedef struct {
-    op_t op;
-    const char *name;
-    size_t min_bytes, max_bytes;
-    double factor;
-    long step;
-    int iters, warmup, check, root;
-} opts_t;
+typedef perf_opts_t opts_t;
 
 static const char *const device_collectives[] = {"allreduce", "allgather", "reducescatter", "reduce_scatter",
                                                  "broadcast", "reduce", "alltoall", "sendrecv", NULL};
@@ -196,23 +189,30 @@ static int bench(weft_comm_t *comm, void *arg)
     return total_wrong ? 1 : 0;
 }
 
+static int p2p_rank(weft_comm_t *comm, void *arg)
+{
+    return p2p_bench(comm, arg);
+}
+
 static void usage(FILE *out)
 {
     fprintf(out,
             "usage: weft-perf [--ranks N] OPERATION [options]\n"
-            "operations: bootstrap-allgather, bootstrap-broadcast, bootstrap-barrier\n"
+            "operations: bootstrap-allgather, bootstrap-broadcast, bootstrap-barrier,\n"
+            "            p2p (2 ranks: channel latencies and put bandwidth from -b to -e)\n"
             "options (nccl-tests meanings):\n"
             "  -b SIZE   smallest size per rank (default 8)      -e SIZE  largest (default 1M)\n"
             "  -f F      multiply size by F (default 2)          -i N     or add N bytes instead\n"
             "  -n N      timed iterations (default 20)           -w N     warm-up iterations (default 5)\n"
             "  -c 0|1    check results (default 1)               -r R     broadcast root (default 0)\n"
+            "  -R N      repetitions for medians (p2p, default 7)\n"
             "  --ranks N fork N local ranks (default: join a launcher-started job)\n"
             "  --backend NAME  GPU backend (host, cuda, hip)\n");
 }
 
 int main(int argc, char **argv)
 {
-    opts_t o = {.min_bytes = 8, .max_bytes = 1 << 20, .factor = 2, .iters = 20, .warmup = 5, .check = 1};
+    opts_t o = {.min_bytes = 8, .max_bytes = 1 << 20, .factor = 2, .iters = 20, .warmup = 5, .check = 1, .reps = 7};
     weft_comm_config_t cfg = WEFT_COMM_CONFIG_INIT;
     int nranks = 0, c;
     static const struct option longopts[] = {
@@ -242,11 +242,13 @@ int main(int argc, char **argv)
         o.op = OP_BROADCAST;
     else if (strcmp(o.name, "bootstrap-barrier") == 0)
         o.op = OP_BARRIER;
+    else if (strcmp(o.name, "p2p") == 0)
+        o.op = OP_P2P;
     else {
         for (int i = 0; device_collectives[i]; i++)
             if (strcmp(o.name, device_collectives[i]) == 0) {
                 fprintf(stderr, "weft-perf: the device collective '%s' is not in this build of weft; "
-                                "available: bootstrap-allgather, bootstrap-broadcast, bootstrap-barrier\n",
+                                "available: bootstrap-allgather, bootstrap-broadcast, bootstrap-barrier, p2p\n",
                         o.name);
                 return 2;
             }
@@ -262,7 +264,7 @@ int main(int argc, char **argv)
         argc = nrest;
         argv = rest;
     }
-    while ((c = getopt(argc, argv, "b:e:f:i:n:w:c:r:d:o:")) != -1) {
+    while ((c = getopt(argc, argv, "b:e:f:i:n:w:c:r:d:o:R:")) != -1) {
         switch (c) {
         case 'b': if (!parse_size(optarg, &o.min_bytes)) goto bad; break;
         case 'e': if (!parse_size(optarg, &o.max_bytes)) goto bad; break;
@@ -272,6 +274,7 @@ int main(int argc, char **argv)
         case 'w': o.warmup = atoi(optarg); if (o.warmup < 0) goto bad; break;
         case 'c': o.check = atoi(optarg) != 0; break;
         case 'r': o.root = atoi(optarg); break;
+        case 'R': o.reps = atoi(optarg); if (o.reps < 1) goto bad; break;
         case 'd': case 'o': break; /* data type / op: bytes only for bootstrap operations */
         default: goto bad;
         }
@@ -279,6 +282,8 @@ int main(int argc, char **argv)
     if (o.min_bytes > o.max_bytes || nranks < 0 || nranks > 1024 || o.root < 0 ||
         (nranks > 0 && o.root >= nranks))
         goto bad;
+    if (o.op == OP_P2P)
+        return tool_run_ranks(nranks, &cfg, p2p_rank, &o, 5000);
     return tool_run_ranks(nranks, &cfg, bench, &o, 5000);
 bad:
     fprintf(stderr, "weft-perf: invalid option value\n");

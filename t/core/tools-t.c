@@ -24,7 +24,7 @@ int main(void)
 {
     static char out[65536];
     char cmd[1024];
-    plan(8);
+    plan(10);
     snprintf(cmd, sizeof(cmd), "%s/tools/weft-info", TOP_BUILDDIR);
     is_int(0, run(cmd, out, sizeof(out)), "weft-info runs");
     ok(strstr(out, "GPU backends: host") && strstr(out, "networks: ethernet"), "and shows backends and networks");
@@ -40,5 +40,9 @@ int main(void)
     is_int(2, run(cmd, out, sizeof(out)), "an unknown operation is a usage error");
     snprintf(cmd, sizeof(cmd), "%s/tools/weft-perf --ranks 2 bootstrap-barrier -b 9 -e 8 2>&1", TOP_BUILDDIR);
     is_int(2, run(cmd, out, sizeof(out)), "a minimum above the maximum is a usage error");
+    snprintf(cmd, sizeof(cmd), "%s/tools/weft-perf --ranks 2 p2p -b 1K -e 64K -n 2 -R 3 2>&1", TOP_BUILDDIR);
+    is_int(0, run(cmd, out, sizeof(out)), "weft-perf --ranks 2 p2p runs");
+    ok(strstr(out, "memory channel signal/wait") && strstr(out, "port channel put+signal") && strstr(out, "65536"),
+       "and reports channel latencies and put bandwidth up to 64 KiB");
     return test_done();
 }

@@ -1,0 +1,78 @@
+/* Streams and launches of built-in kernels. */
+#include "config.h"
+#include "comm.h"
+#include "kernels.h"
+#include "log.h"
+
+#include <stdlib.h>
+
+struct weft_stream {
+    weft_comm_t *comm;
+    weft_gpu_stream_t *s;
+};
+
+weft_status_t weft_stream_create(weft_comm_t *comm, weft_stream_t **out)
+{
+    weft_stream_t *st;
+    weft_status_t status;
+    if (!comm || !out)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    if ((status = weft_comm_enter(comm)) != WEFT_OK)
+        return status;
+    st = calloc(1, sizeof(*st));
+    if (!st) {
+        weft_comm_leave(comm);
+        return WEFT_ERR_NO_MEMORY;
+    }
+    st->comm = comm;
+    status = comm->gpu->stream_create(comm->gctx, &st->s);
+    weft_comm_leave(comm);
+    if (status != WEFT_OK) {
+        free(st);
+        return status;
+    }
+    *out = st;
+    return WEFT_OK;
+}
+
+weft_status_t weft_stream_destroy(weft_stream_t *st)
+{
+    if (!st)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    st->comm->gpu->stream_destroy(st->comm->gctx, st->s);
+    free(st);
+    return WEFT_OK;
+}
+
+weft_status_t weft_stream_synchronize(weft_stream_t *st)
+{
+    weft_status_t status;
+    if (!st)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    if ((status = st->comm->gpu->stream_sync(st->comm->gctx, st->s)) != WEFT_OK)
+        return status;
+    return weft_comm_check_device(st->comm);
+}
+
+weft_status_t weft_launch_builtin(weft_stream_t *st, const char *name, unsigned nblocks, unsigned nthreads,
+                                  const void *args, size_t args_size)
+{
+    const weft_builtin_kernel_t *k;
+    weft_gpu_launch_t l;
+    if (!st || !name || nblocks == 0 || nthreads == 0 || (!args && args_size))
+        return WEFT_ERR_INVALID_ARGUMENT;
+    k = weft_builtin_find(name);
+    if (!k || k->args_size != args_size) {
+        weft_error(WEFT_SUB_GPU, "launch of '%s': %s", name, k ? "wrong argument size" : "no such built-in kernel");
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    if (__atomic_load_n(&st->comm->aborted, __ATOMIC_ACQUIRE))
+        return WEFT_ERR_ABORTED;
+    l.name = k->name;
+    l.host_fn = k->host_fn;
+    l.nblocks = nblocks;
+    l.nthreads = nthreads;
+    l.args = (void *)args;
+    l.args_size = args_size;
+    return st->comm->gpu->launch(st->comm->gctx, &l, st->s);
+}

@@ -1,0 +1,103 @@
+/*
+ * Point-to-point benchmark kernels (weft-perf p2p): ping-pongs over a
+ * memory channel (semaphore, LL16 packets), over a port channel (FIFO and
+ * proxy), and a put-bandwidth loop. Rank 0 starts each exchange, rank 1
+ * answers. Portable bodies: one thread per block does the protocol.
+ */
+#ifndef WEFT_KERNELS_P2P_H
+#define WEFT_KERNELS_P2P_H
+
+#include "weft/device.h"
+
+typedef struct {
+    weft_memory_channel_dev_t mc;   /* to the peer's data buffer */
+    weft_memory_channel_dev_t mcp;  /* to the peer's packet buffer */
+    weft_port_channel_dev_t pc;
+    uint64_t bytes;                 /* put size (bandwidth) */
+    uint32_t flag;                  /* first packet flag of this launch */
+    int32_t rank;                   /* 0 starts, 1 answers */
+    int32_t iters;
+    int32_t reserved;
+} weft_p2p_args_t;
+
+WEFT_DEVICE void weft_p2p_mc_pingpong(const weft_kctx_t *k, void *args)
+{
+    weft_p2p_args_t *a = (weft_p2p_args_t *)args;
+    if (k->block || k->thread)
+        return;
+    for (int i = 0; i < a->iters; i++) {
+        if (a->rank == 0) {
+            weft_mc_signal(&a->mc);
+            if (weft_mc_wait(&a->mc))
+                return;
+        } else {
+            if (weft_mc_wait(&a->mc))
+                return;
+            weft_mc_signal(&a->mc);
+        }
+    }
+}
+
+WEFT_DEVICE void weft_p2p_ll_pingpong(const weft_kctx_t *k, void *args)
+{
+    weft_p2p_args_t *a = (weft_p2p_args_t *)args;
+    uint32_t flag = a->flag;
+    if (k->block || k->thread)
+        return;
+    /* 8 bytes from offset 0 of the data buffer go to offset 0 of the
+     * peer's packet buffer; received packets are unpacked to offset 64 */
+    for (int i = 0; i < a->iters; i++, flag = weft_packet_next_flag(flag)) {
+        if (a->rank == 0) {
+            weft_mc_put_packets16(&a->mcp, 0, 0, 8, flag, 0, 1);
+            if (weft_mc_unpack_packets16(&a->mcp, 64, 0, 8, flag, 0, 1))
+                return;
+        } else {
+            if (weft_mc_unpack_packets16(&a->mcp, 64, 0, 8, flag, 0, 1))
+                return;
+            weft_mc_put_packets16(&a->mcp, 0, 0, 8, flag, 0, 1);
+        }
+    }
+}
+
+WEFT_DEVICE void weft_p2p_pc_pingpong(const weft_kctx_t *k, void *args)
+{
+    weft_p2p_args_t *a = (weft_p2p_args_t *)args;
+    if (k->block || k->thread)
+        return;
+    for (int i = 0; i < a->iters; i++) {
+        if (a->rank == 0) {
+            if (weft_pc_put_with_signal(&a->pc, 0, 0, 8) || weft_pc_wait(&a->pc))
+                return;
+        } else {
+            if (weft_pc_wait(&a->pc) || weft_pc_put_with_signal(&a->pc, 0, 0, 8))
+                return;
+        }
+    }
+}
+
+/* Rank 0 puts bytes then signals; rank 1 acknowledges each put. All
+ * threads of the (single) block share the copy. */
+WEFT_DEVICE void weft_p2p_put_bw(const weft_kctx_t *k, void *args)
+{
+    weft_p2p_args_t *a = (weft_p2p_args_t *)args;
+    if (k->block)
+        return;
+    for (int i = 0; i < a->iters; i++) {
+        if (a->rank == 0) {
+            weft_mc_put(&a->mc, 0, 0, a->bytes, k->thread, k->nthreads);
+            weft_block_sync(k);
+            if (k->thread == 0) {
+                weft_mc_signal(&a->mc);
+                if (weft_mc_wait(&a->mc))
+                    return;
+            }
+            weft_block_sync(k);
+        } else if (k->thread == 0) {
+            if (weft_mc_wait(&a->mc))
+                return;
+            weft_mc_signal(&a->mc);
+        }
+    }
+}
+
+#endif

@@ -1,0 +1,201 @@
+/*
+ * weft-perf p2p: latency and bandwidth between ranks 0 and 1 through the
+ * channel primitives, with this machine's local copy bandwidth measured in
+ * the same run as the reference. Every figure is the median of
+ * repetitions; latencies are per round trip.
+ */
+#include "p2p.h"
+#include "perf.h"
+#include "weft.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct {
+    weft_comm_t *comm;
+    int rank, peer;
+    weft_stream_t *stream;
+    weft_p2p_args_t args;
+} p2p_t;
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median over reps of (time of one launch of iters iterations) / iters. */
+static int run(p2p_t *p, const char *kernel, int iters, int reps, unsigned nthreads, double *median_us)
+{
+    double t[64];
+    if (reps > 64)
+        reps = 64;
+    for (int r = -1; r < reps; r++) { /* one warm-up launch */
+        p->args.iters = iters;
+        if (weft_bootstrap_barrier(p->comm) != WEFT_OK)
+            return 1;
+        double t0 = now_us();
+        if (weft_launch_builtin(p->stream, kernel, 1, nthreads, &p->args, sizeof(p->args)) != WEFT_OK ||
+            weft_stream_synchronize(p->stream) != WEFT_OK) {
+            fprintf(stderr, "rank %d: %s failed: %s\n", p->rank, kernel, weft_get_last_error());
+            return 1;
+        }
+        if (r >= 0)
+            t[r] = (now_us() - t0) / iters;
+        p->args.flag += (uint32_t)iters + 1;
+        if (p->args.flag < (uint32_t)iters + 2)
+            p->args.flag = 1;
+    }
+    qsort(t, (size_t)reps, sizeof(double), cmp_double);
+    *median_us = t[reps / 2];
+    return 0;
+}
+
+static double local_copy_gbs(size_t bytes)
+{
+    char *a = malloc(bytes), *b = malloc(bytes);
+    double best[5];
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return 0;
+    }
+    memset(a, 1, bytes);
+    memset(b, 2, bytes);
+    for (int r = 0; r < 5; r++) {
+        double t0 = now_us();
+        memcpy(b, a, bytes);
+        best[r] = (double)bytes / (now_us() - t0) / 1e3;
+        a[r] = b[bytes - 1 - r];
+    }
+    free(a);
+    free(b);
+    qsort(best, 5, sizeof(double), cmp_double);
+    return best[2];
+}
+
+int p2p_bench(weft_comm_t *comm, const perf_opts_t *o)
+{
+    p2p_t p;
+    void *buf = NULL, *pkt = NULL;
+    weft_mem_t *buf_mem = NULL, *pkt_mem = NULL, *rbuf = NULL, *rpkt = NULL;
+    weft_mem_handle_t h[2];
+    weft_connection_t *conn = NULL;
+    weft_semaphore_t *sema = NULL, *psema = NULL;
+    weft_memory_channel_t *mc = NULL, *mcp = NULL;
+    weft_proxy_t *proxy = NULL;
+    uint32_t local_id, remote_id, chan;
+    size_t max = o->max_bytes < 4096 ? 4096 : o->max_bytes;
+    int nranks, rc = 1;
+    double us;
+
+    memset(&p, 0, sizeof(p));
+    p.comm = comm;
+    weft_comm_rank(comm, &p.rank);
+    weft_comm_size(comm, &nranks);
+    if (nranks != 2) {
+        if (p.rank == 0)
+            fprintf(stderr, "weft-perf p2p runs on exactly 2 ranks (got %d)\n", nranks);
+        return 2;
+    }
+    p.peer = 1 - p.rank;
+    if (weft_mem_alloc(comm, max, &buf) || weft_mem_alloc(comm, 4096, &pkt) ||
+        weft_mem_register(comm, buf, max, WEFT_TRANSPORT_IPC, &buf_mem) ||
+        weft_mem_register(comm, pkt, 4096, WEFT_TRANSPORT_IPC, &pkt_mem))
+        goto out;
+    weft_mem_serialize(buf_mem, &h[0]);
+    weft_mem_serialize(pkt_mem, &h[1]);
+    if (weft_bootstrap_send(comm, h, sizeof(h), p.peer, 1) || weft_bootstrap_recv(comm, h, sizeof(h), p.peer, 1) ||
+        weft_mem_deserialize(comm, &h[0], &rbuf) || weft_mem_deserialize(comm, &h[1], &rpkt) ||
+        weft_connection_create(comm, p.peer, WEFT_TRANSPORT_IPC, &conn) || weft_semaphore_create(conn, &sema) ||
+        weft_semaphore_create(conn, &psema) || weft_memory_channel_create(sema, rbuf, buf_mem, pkt_mem, &mc) ||
+        weft_memory_channel_create(sema, rpkt, buf_mem, pkt_mem, &mcp) || weft_proxy_create(comm, 0, &proxy) ||
+        weft_proxy_add_memory(proxy, buf_mem, &local_id) || weft_proxy_add_memory(proxy, rbuf, &remote_id) ||
+        weft_proxy_add_semaphore(proxy, psema, &chan) || weft_proxy_start(proxy) ||
+        weft_stream_create(comm, &p.stream)) {
+        fprintf(stderr, "rank %d: p2p setup failed: %s\n", p.rank, weft_get_last_error());
+        goto out;
+    }
+    weft_memory_channel_device_handle(mc, &p.args.mc);
+    weft_memory_channel_device_handle(mcp, &p.args.mcp);
+    weft_port_channel_device_handle(proxy, chan, remote_id, local_id, &p.args.pc);
+    p.args.rank = p.rank;
+    p.args.flag = 1;
+
+    if (p.rank == 0) {
+        const char *backend = "?";
+        weft_comm_backend(comm, &backend);
+        printf("# weft-perf p2p: ranks 0 and 1, %s backend; medians of %d repetitions\n", backend, o->reps);
+        printf("#\n# %-34s %10s %12s\n", "latency (round trip)", "iters", "median(us)");
+    }
+    {
+        static const struct { const char *kernel, *label; } lat[] = {
+            {"p2p_mc_pingpong", "memory channel signal/wait"},
+            {"p2p_ll_pingpong", "memory channel LL16 packets (8 B)"},
+            {"p2p_pc_pingpong", "port channel put+signal (8 B)"},
+        };
+        for (size_t i = 0; i < sizeof(lat) / sizeof(lat[0]); i++) {
+            int iters = o->iters * 50;
+            if (run(&p, lat[i].kernel, iters, o->reps, 1, &us))
+                goto out;
+            if (p.rank == 0)
+                printf("  %-34s %10d %12.2f\n", lat[i].label, iters, us);
+        }
+    }
+    if (p.rank == 0)
+        printf("#\n# %-12s %10s %12s %12s %14s %8s\n", "put size", "iters", "median(us)", "bw(GB/s)",
+               "memcpy(GB/s)", "ratio");
+    for (size_t bytes = o->min_bytes < 1024 ? 1024 : o->min_bytes; bytes <= max; bytes *= 4) {
+        int iters = bytes >= (64u << 20) ? 2 : bytes >= (1u << 20) ? 10 : 100;
+        p.args.bytes = bytes;
+        if (run(&p, "p2p_put_bw", iters, o->reps, 1, &us))
+            goto out;
+        if (p.rank == 0) {
+            double bw = (double)bytes / us / 1e3, ref = local_copy_gbs(bytes);
+            printf("  %-12zu %10d %12.2f %12.3f %14.3f %8.2f\n", bytes, iters, us, bw, ref, ref > 0 ? bw / ref : 0);
+            fflush(stdout);
+        }
+        if (bytes > max / 4)
+            break;
+    }
+    rc = 0;
+out:
+    weft_bootstrap_barrier(comm);
+    if (p.stream)
+        weft_stream_destroy(p.stream);
+    if (proxy)
+        weft_proxy_destroy(proxy);
+    if (mc)
+        weft_memory_channel_destroy(mc);
+    if (mcp)
+        weft_memory_channel_destroy(mcp);
+    if (sema)
+        weft_semaphore_destroy(sema);
+    if (psema)
+        weft_semaphore_destroy(psema);
+    if (conn)
+        weft_connection_destroy(conn);
+    if (rbuf)
+        weft_mem_deregister(rbuf);
+    if (rpkt)
+        weft_mem_deregister(rpkt);
+    weft_bootstrap_barrier(comm);
+    if (buf_mem)
+        weft_mem_deregister(buf_mem);
+    if (pkt_mem)
+        weft_mem_deregister(pkt_mem);
+    if (buf)
+        weft_mem_free(comm, buf);
+    if (pkt)
+        weft_mem_free(comm, pkt);
+    return rc;
+}
