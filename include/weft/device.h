@@ -104,7 +104,7 @@ WEFT_DEVICE uint64_t weft_fetch_add_relaxed_u64(uint64_t *p, uint64_t v) { retur
 WEFT_DEVICE uint32_t weft_load_acquire_u32(uint32_t *p) { return WEFT_ATOMIC_REF(uint32_t, p).load(cuda::memory_order_acquire); }
 WEFT_DEVICE uint32_t weft_load_relaxed_u32(uint32_t *p) { return WEFT_ATOMIC_REF(uint32_t, p).load(cuda::memory_order_relaxed); }
 WEFT_DEVICE void weft_store_release_u32(uint32_t *p, uint32_t v) { WEFT_ATOMIC_REF(uint32_t, p).store(v, cuda::memory_order_release); }
-WEFT_DEVICE int weft_cas_u32(uint32_t *p, uint32_t expect, uint32_t v) { return WEFT_ATOMIC_REF(uint32_t, p).compare_exchange_strong(expect, v, cuda::memory_order_acq_rel); }
+WEFT_DEVICE int weft_cas_u64(uint64_t *p, uint64_t expect, uint64_t v) { return WEFT_ATOMIC_REF(uint64_t, p).compare_exchange_strong(expect, v, cuda::memory_order_acq_rel); }
 WEFT_DEVICE void weft_fence_system(void) { cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_system); }
 #elif defined(WEFT_HIP)
 #define WEFT_HA(op, ...) __hip_atomic_##op(__VA_ARGS__, __HIP_MEMORY_SCOPE_SYSTEM)
@@ -117,7 +117,7 @@ WEFT_DEVICE uint64_t weft_fetch_add_relaxed_u64(uint64_t *p, uint64_t v) { retur
 WEFT_DEVICE uint32_t weft_load_acquire_u32(uint32_t *p) { return WEFT_HA(load, p, __ATOMIC_ACQUIRE); }
 WEFT_DEVICE uint32_t weft_load_relaxed_u32(uint32_t *p) { return WEFT_HA(load, p, __ATOMIC_RELAXED); }
 WEFT_DEVICE void weft_store_release_u32(uint32_t *p, uint32_t v) { WEFT_HA(store, p, v, __ATOMIC_RELEASE); }
-WEFT_DEVICE int weft_cas_u32(uint32_t *p, uint32_t expect, uint32_t v) { return WEFT_HA(compare_exchange_strong, p, &expect, v, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE); }
+WEFT_DEVICE int weft_cas_u64(uint64_t *p, uint64_t expect, uint64_t v) { return WEFT_HA(compare_exchange_strong, p, &expect, v, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE); }
 WEFT_DEVICE void weft_fence_system(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); __threadfence_system(); }
 #else
 WEFT_DEVICE uint64_t weft_load_acquire_u64(uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
@@ -129,8 +129,13 @@ WEFT_DEVICE uint64_t weft_fetch_add_relaxed_u64(uint64_t *p, uint64_t v) { retur
 WEFT_DEVICE uint32_t weft_load_acquire_u32(uint32_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 WEFT_DEVICE uint32_t weft_load_relaxed_u32(uint32_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 WEFT_DEVICE void weft_store_release_u32(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
-WEFT_DEVICE int weft_cas_u32(uint32_t *p, uint32_t expect, uint32_t v) { return __atomic_compare_exchange_n(p, &expect, v, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE); }
+WEFT_DEVICE int weft_cas_u64(uint64_t *p, uint64_t expect, uint64_t v) { return __atomic_compare_exchange_n(p, &expect, v, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE); }
+#if defined(__SANITIZE_THREAD__)
+/* TSan models no standalone fences: a seq_cst read-modify-write orders the same. */
+WEFT_DEVICE void weft_fence_system(void) { static int f; __atomic_fetch_add(&f, 0, __ATOMIC_SEQ_CST); }
+#else
 WEFT_DEVICE void weft_fence_system(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+#endif
 #endif
 
 /* Nanoseconds from a clock that only moves forward. */
@@ -181,25 +186,27 @@ WEFT_DEVICE void weft_spin_pause(void)
 
 /*
  * One per communicator, in host-mapped memory. The host writes abort and
- * timeout_ns; kernels write the first error (error 0 -> code by CAS, then
- * the details) and return.
+ * timeout_ns. The first failing wait records, in one compare-and-swap of
+ * error from 0, everything the host reports: code, operation and peer
+ * (so a reader that sees the code sees its details too).
  */
 typedef struct {
     uint32_t abort;      /* host: 1 = every wait gives up now */
-    uint32_t error;      /* first WEFT_DEV_* error, 0 if none */
-    int32_t rank;        /* the rank that waited */
-    int32_t peer;        /* the peer it waited for (-1: the proxy) */
-    uint32_t op;         /* WEFT_DEV_OP_* */
-    uint32_t reserved;
+    int32_t rank;        /* this rank, for messages */
+    uint64_t error;      /* 0, or WEFT_DEV_ERROR(code, op, peer) */
     uint64_t timeout_ns; /* a wait longer than this fails */
 } weft_dev_ctl_t;
 
+/* peer -1 means the proxy */
+#define WEFT_DEV_ERROR(code, op, peer)                                                                             \
+    ((uint64_t)(code) | (uint64_t)(op) << 8 | (uint64_t)(uint32_t)(peer) << 32)
+#define WEFT_DEV_ERROR_CODE(e) ((uint32_t)((e) & 0xff))
+#define WEFT_DEV_ERROR_OP(e) ((uint32_t)(((e) >> 8) & 0xff))
+#define WEFT_DEV_ERROR_PEER(e) ((int32_t)(uint32_t)((e) >> 32))
+
 WEFT_DEVICE void weft_dev_record(weft_dev_ctl_t *ctl, uint32_t code, int32_t peer, uint32_t op)
 {
-    if (weft_cas_u32(&ctl->error, 0u, code)) {
-        ctl->peer = peer;
-        ctl->op = op;
-    }
+    weft_cas_u64(&ctl->error, 0, WEFT_DEV_ERROR(code, op, peer));
 }
 
 /* Should a wait that started at @p start give up? Records why. */
@@ -209,7 +216,7 @@ WEFT_DEVICE int weft_dev_give_up(weft_dev_ctl_t *ctl, uint64_t start, int32_t pe
         weft_dev_record(ctl, WEFT_DEV_ABORTED, peer, op);
         return 1;
     }
-    if (weft_load_relaxed_u32(&ctl->error))
+    if (weft_load_relaxed_u64(&ctl->error))
         return 1; /* another wait already failed: stop too */
     if (weft_clock_ns() - start > ctl->timeout_ns) {
         weft_dev_record(ctl, WEFT_DEV_TIMEOUT, peer, op);

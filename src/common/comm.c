@@ -463,16 +463,18 @@ static const char *dev_op_name(uint32_t op)
 
 weft_status_t weft_comm_check_device(weft_comm_t *comm)
 {
+    uint64_t err;
     uint32_t code;
     weft_status_t status;
     char peer[32];
     if (!comm)
         return WEFT_ERR_INVALID_ARGUMENT;
-    code = __atomic_load_n(&comm->ctl->error, __ATOMIC_ACQUIRE);
+    err = __atomic_load_n(&comm->ctl->error, __ATOMIC_ACQUIRE);
+    code = WEFT_DEV_ERROR_CODE(err);
     if (code == WEFT_DEV_OK)
         return WEFT_OK;
-    if (comm->ctl->peer >= 0)
-        snprintf(peer, sizeof(peer), "rank %d", comm->ctl->peer);
+    if (WEFT_DEV_ERROR_PEER(err) >= 0)
+        snprintf(peer, sizeof(peer), "rank %d", WEFT_DEV_ERROR_PEER(err));
     else
         snprintf(peer, sizeof(peer), "the proxy");
     status = code == WEFT_DEV_TIMEOUT ? WEFT_ERR_TIMEOUT : code == WEFT_DEV_ABORTED ? WEFT_ERR_ABORTED
@@ -480,7 +482,7 @@ weft_status_t weft_comm_check_device(weft_comm_t *comm)
     if (code == WEFT_DEV_PROXY_FAILED)
         weft_error(WEFT_SUB_GPU, "rank %d: the proxy could not execute a trigger; device waits gave up", comm->rank);
     else
-        weft_error(WEFT_SUB_GPU, "rank %d: %s for %s %s", comm->rank, dev_op_name(comm->ctl->op), peer,
+        weft_error(WEFT_SUB_GPU, "rank %d: %s for %s %s", comm->rank, dev_op_name(WEFT_DEV_ERROR_OP(err)), peer,
                    code == WEFT_DEV_TIMEOUT ? "timed out" : "was aborted");
     weft_comm_set_async_error(comm, status);
     return status;

@@ -88,14 +88,10 @@ static weft_status_t execute(weft_proxy_t *p, uint64_t w0, uint64_t w1)
 
 static void proxy_failed(weft_proxy_t *p, weft_status_t status)
 {
-    weft_dev_ctl_t *ctl = p->comm->ctl;
-    uint32_t zero = 0;
-    if (__atomic_compare_exchange_n(&ctl->error, &zero, WEFT_DEV_PROXY_FAILED, 0, __ATOMIC_ACQ_REL,
-                                    __ATOMIC_ACQUIRE)) {
-        ctl->peer = -1;
-        ctl->op = WEFT_DEV_OP_FLUSH;
-    }
+    /* The precise status first: device waiters that give up make the host
+     * record a generic one, and the first recorded wins. */
     weft_comm_set_async_error(p->comm, status);
+    weft_dev_record(p->comm->ctl, WEFT_DEV_PROXY_FAILED, -1, WEFT_DEV_OP_FLUSH);
 }
 
 static void *proxy_main(void *arg)
@@ -104,12 +100,15 @@ static void *proxy_main(void *arg)
     uint64_t tail = *p->tail;
     unsigned idle = 0;
 
-    while (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) {
+    for (;;) {
         weft_trigger_t *t = &p->triggers[tail & (p->size - 1)];
         /* acquire: pairs with the release of w1 in weft_fifo_push */
         uint64_t w1 = __atomic_load_n(&t->w1, __ATOMIC_ACQUIRE), w0;
         if (!(w1 >> 63)) {
-            if (__atomic_load_n(&p->comm->ctl->abort, __ATOMIC_ACQUIRE))
+            /* Stop only with the FIFO drained: what was pushed before the
+             * stop still runs, so no waiter is left behind. */
+            if (__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE) ||
+                __atomic_load_n(&p->comm->ctl->abort, __ATOMIC_ACQUIRE))
                 break;
             /* Spin briefly for latency, then back off to spare the CPU. */
             if (++idle < 256) {

@@ -195,15 +195,53 @@ static int switch_unsupported(int rank, int nranks, void *arg)
     return 0;
 }
 
+/* host<->host semaphores: signals cross, a missing one times out */
+static int host_semaphores(int rank, int nranks, void *arg)
+{
+    weft_comm_t *comm;
+    mesh_t m;
+    int fails = 0, peer = 1 - rank;
+    (void)arg;
+    if (setup(rank, nranks, 30000, &comm, &m))
+        return 1;
+    for (int i = 0; i < 100; i++) {
+        if (rank == 0) {
+            if (weft_semaphore_signal_host(m.sema[peer]) != WEFT_OK ||
+                weft_semaphore_wait_host(m.sema[peer], 5000) != WEFT_OK) {
+                fails += rank_fail("round %d: %s", i, weft_get_last_error());
+                break;
+            }
+        } else {
+            if (weft_semaphore_wait_host(m.sema[peer], 5000) != WEFT_OK ||
+                weft_semaphore_signal_host(m.sema[peer]) != WEFT_OK) {
+                fails += rank_fail("round %d: %s", i, weft_get_last_error());
+                break;
+            }
+        }
+    }
+    if (rank == 1) {
+        long t0 = now_ms();
+        weft_status_t st = weft_semaphore_wait_host(m.sema[peer], 200);
+        if (st != WEFT_ERR_TIMEOUT || now_ms() - t0 > 1000 || !strstr(weft_get_last_error(), "rank 0"))
+            fails += rank_fail("a host wait without a signal gave %s after %ld ms: %s", weft_status_string(st),
+                               now_ms() - t0, weft_get_last_error());
+    }
+    mesh_teardown(&m);
+    weft_comm_destroy(comm);
+    return fails;
+}
+
 int main(void)
 {
-    plan(4);
+    plan(5);
     ok(run_ranks(2, 30000, never_signalled, NULL, NULL),
        "a wait whose peer never signals ends in WEFT_ERR_TIMEOUT naming the peer, within the deadline");
     ok(run_ranks(2, 30000, abort_kernel_and_proxy, NULL, NULL),
        "abort from another thread unblocks a waiting kernel and the proxy within a second");
     ok(run_ranks(2, 30000, bad_trigger, NULL, NULL),
        "a trigger the proxy cannot execute fails the waiting kernel instead of hanging it");
+    ok(run_ranks(2, 30000, host_semaphores, NULL, NULL),
+       "host semaphores: 100 signal/wait round trips; a wait without a signal times out naming the peer");
     ok(run_ranks(1, 30000, switch_unsupported, NULL, NULL),
        "the switch channel is WEFT_ERR_UNSUPPORTED on a backend without multicast");
     return test_done();

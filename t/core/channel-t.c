@@ -233,6 +233,8 @@ static void k_port(const weft_kctx_t *k, void *a)
         weft_pc_put_with_signal(&pa->pc[p], SLOT(m->rank), SRC(m->nranks), pa->size);
     }
     weft_pc_wait(&pa->pc[p]);
+    /* our source may be rewritten next: our proxy must be done reading it */
+    weft_pc_flush(&pa->pc[p]);
 }
 
 static int port_channels(int rank, int nranks, void *arg)

@@ -65,7 +65,8 @@ int main(void)
         ok(pk16[0].flag0 == 9 && pk16[0].flag1 == 9, "each LL16 half carries the flag");
         ctl.timeout_ns = 50000000ull; /* 50 ms */
         ok(weft_ll16_unpack(out, pk16, 77, 10, 0, 1, &ctl, 4) == 1, "a packet with another flag is not accepted");
-        ok(ctl.error == WEFT_DEV_TIMEOUT && ctl.op == WEFT_DEV_OP_PACKET_WAIT && ctl.peer == 4,
+        ok(WEFT_DEV_ERROR_CODE(ctl.error) == WEFT_DEV_TIMEOUT && WEFT_DEV_ERROR_OP(ctl.error) == WEFT_DEV_OP_PACKET_WAIT &&
+               WEFT_DEV_ERROR_PEER(ctl.error) == 4,
            "the give-up is recorded as a packet-wait timeout for the peer");
     }
     is_int(1, weft_packet_next_flag(0xffffffffu), "flags skip 0 when they wrap");
@@ -76,12 +77,12 @@ int main(void)
     ctl.timeout_ns = 20000000ull;
     word = 5;
     ok(weft_wait_geq_u64(&ctl, &word, 5, 1, WEFT_DEV_OP_SEMA_WAIT) == 0, "a satisfied wait returns at once");
-    ok(weft_wait_geq_u64(&ctl, &word, 6, 2, WEFT_DEV_OP_SEMA_WAIT) == 1 && ctl.error == WEFT_DEV_TIMEOUT,
+    ok(weft_wait_geq_u64(&ctl, &word, 6, 2, WEFT_DEV_OP_SEMA_WAIT) == 1 && WEFT_DEV_ERROR_CODE(ctl.error) == WEFT_DEV_TIMEOUT,
        "an unsatisfied wait times out and records it");
     memset(&ctl, 0, sizeof(ctl));
     ctl.timeout_ns = 60000000000ull;
     ctl.abort = 1;
-    ok(weft_wait_geq_u64(&ctl, &word, 6, 2, WEFT_DEV_OP_SEMA_WAIT) == 1 && ctl.error == WEFT_DEV_ABORTED,
+    ok(weft_wait_geq_u64(&ctl, &word, 6, 2, WEFT_DEV_OP_SEMA_WAIT) == 1 && WEFT_DEV_ERROR_CODE(ctl.error) == WEFT_DEV_ABORTED,
        "an aborted wait gives up and records the abort");
 
     /* triggers: a 4 GiB + 10 put at high offsets, with a signal at the end */

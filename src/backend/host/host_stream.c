@@ -46,7 +46,8 @@ struct weft_gpu_stream {
     pthread_mutex_t plock;
     pthread_cond_t pstart, pdone;
     uint64_t gen;
-    const op_t *cur;
+    const op_t *cur;             /* valid only for the blocks it counts */
+    unsigned cur_nblocks;        /* blocks of the current launch */
     unsigned pending_blocks;
     int pstop;
 };
@@ -80,8 +81,10 @@ static void *pool_main(void *arg)
         if (s->pstop)
             break;
         seen = s->gen;
-        const op_t *op = s->cur;
-        if (a.index + 1 < op->nblocks) {
+        /* A pool thread that is not part of this launch must not touch
+         * the op: once the launch is done its queue slot is reused. */
+        if (a.index + 1 < s->cur_nblocks) {
+            const op_t *op = s->cur;
             pthread_mutex_unlock(&s->plock);
             run_block(op, a.index + 1);
             pthread_mutex_lock(&s->plock);
@@ -104,6 +107,7 @@ static void execute(weft_gpu_stream_t *s, const op_t *op)
     case OP_LAUNCH:
         pthread_mutex_lock(&s->plock);
         s->cur = op;
+        s->cur_nblocks = op->nblocks;
         s->pending_blocks = op->nblocks - 1;
         s->gen++;
         pthread_cond_broadcast(&s->pstart);
