@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "weft/device.h"
+#include "weft/dtype.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -334,6 +335,45 @@ WEFT_API weft_status_t weft_stream_synchronize(weft_stream_t *stream);
  */
 WEFT_API weft_status_t weft_launch_builtin(weft_stream_t *stream, const char *name, unsigned nblocks,
                                            unsigned nthreads, const void *args, size_t args_size);
+
+/* ------------------------------------------------------------------ */
+/* Collectives                                                         */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Stream-ordered collectives over the ranks of the communicator (this
+ * build: ranks on one host, through memory channels). Counts are in
+ * elements; any count (0 included), any alignment, in place or not (in
+ * place as NCCL defines it). Buffers are device memory of the
+ * communicator's backend. The first collective of a communicator sets up
+ * its channels and scratch (collectively); later calls allocate nothing.
+ * Errors: WEFT_ERR_INVALID_ARGUMENT (nothing queued) for NULL buffers with
+ * a non-zero count, unknown types or ops, out-of-range roots, size
+ * overflow; with WEFT_CHECK_ARGS=1 mismatched counts across ranks are
+ * found first and named. Device-side failures surface at
+ * weft_stream_synchronize.
+ */
+WEFT_API weft_status_t weft_allreduce(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
+                                      weft_redop_t op, weft_comm_t *comm, weft_stream_t *stream);
+/** recvbuf holds nranks * sendcount elements, rank r's at r * sendcount. */
+WEFT_API weft_status_t weft_allgather(const void *sendbuf, void *recvbuf, size_t sendcount, weft_dtype_t dtype,
+                                      weft_comm_t *comm, weft_stream_t *stream);
+/** sendbuf holds nranks * recvcount elements; block r, reduced, lands here. */
+WEFT_API weft_status_t weft_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                           weft_dtype_t dtype, weft_redop_t op, weft_comm_t *comm,
+                                           weft_stream_t *stream);
+WEFT_API weft_status_t weft_broadcast(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
+                                      int root, weft_comm_t *comm, weft_stream_t *stream);
+/** recvbuf is used on the root only (may be NULL elsewhere). */
+WEFT_API weft_status_t weft_reduce(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
+                                   weft_redop_t op, int root, weft_comm_t *comm, weft_stream_t *stream);
+/** count elements go from every rank to every rank (blocks of count). */
+WEFT_API weft_status_t weft_alltoall(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
+                                     weft_comm_t *comm, weft_stream_t *stream);
+WEFT_API weft_status_t weft_barrier(weft_comm_t *comm, weft_stream_t *stream);
+/** The algorithm the next call with these parameters would use. */
+WEFT_API weft_status_t weft_coll_algorithm(weft_comm_t *comm, const char *collective, size_t bytes,
+                                           const char **name);
 
 /* ------------------------------------------------------------------ */
 /* Connections                                                         */

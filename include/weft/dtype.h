@@ -171,6 +171,26 @@ WEFT_DEVICE void weft_reduce_elem(weft_dtype_t t, weft_redop_t op, void *acc, co
     }
 }
 
+/* *p = *p / n for one element (AVG): integers truncate toward zero. */
+WEFT_DEVICE void weft_scale_elem(weft_dtype_t t, void *p, int n)
+{
+    switch (t) {
+    case WEFT_INT8: *(int8_t *)p = (int8_t)(*(int8_t *)p / n); break;
+    case WEFT_UINT8: *(uint8_t *)p = (uint8_t)(*(uint8_t *)p / (unsigned)n); break;
+    case WEFT_INT32: *(int32_t *)p = *(int32_t *)p / n; break;
+    case WEFT_UINT32: *(uint32_t *)p = *(uint32_t *)p / (uint32_t)n; break;
+    case WEFT_INT64: *(int64_t *)p = *(int64_t *)p / n; break;
+    case WEFT_UINT64: *(uint64_t *)p = *(uint64_t *)p / (uint64_t)n; break;
+    case WEFT_FLOAT32: *(float *)p = *(float *)p / (float)n; break;
+    case WEFT_FLOAT64: *(double *)p = *(double *)p / n; break;
+    case WEFT_FLOAT16: *(weft_f16_t *)p = weft_f32_to_f16(weft_f16_to_f32(*(weft_f16_t *)p) / (float)n); break;
+    case WEFT_BFLOAT16: *(weft_bf16_t *)p = weft_f32_to_bf16(weft_bf16_to_f32(*(weft_bf16_t *)p) / (float)n); break;
+    case WEFT_FP8_E4M3: *(uint8_t *)p = weft_f32_to_e4m3(weft_e4m3_to_f32(*(uint8_t *)p) / (float)n); break;
+    case WEFT_FP8_E5M2: *(uint8_t *)p = weft_f32_to_e5m2(weft_e5m2_to_f32(*(uint8_t *)p) / (float)n); break;
+    default: break;
+    }
+}
+
 #ifdef __cplusplus
 }
 #endif

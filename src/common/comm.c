@@ -312,6 +312,7 @@ weft_status_t weft_comm_destroy(weft_comm_t *comm)
 {
     if (!comm)
         return WEFT_ERR_INVALID_ARGUMENT;
+    weft_coll_ctx_destroy(comm);
     pthread_mutex_lock(&comm->lock);
     while (comm->allocs) {
         weft_alloc_rec_t *a = comm->allocs;

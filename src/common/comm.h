@@ -37,7 +37,15 @@ struct weft_comm {
     weft_dev_ctl_t *ctl;   /* host view of the device control block */
     weft_dev_ctl_t *ctl_dev; /* device view of it */
     uint64_t *pair_seq;    /* per peer: pairwise setups done (tags) */
+    struct weft_coll_ctx *coll; /* collectives' channels, set up on first use */
 };
+
+struct weft_stream {
+    weft_comm_t *comm;
+    weft_gpu_stream_t *s;
+};
+
+void weft_coll_ctx_destroy(weft_comm_t *comm);
 
 /* Reserved bootstrap tag space for pairwise setup with @p peer. */
 uint64_t weft_comm_pair_tag(weft_comm_t *comm, int peer);

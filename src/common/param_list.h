@@ -42,3 +42,11 @@ WEFT_PARAM(NVLS_ENABLE, "WEFT_NVLS_ENABLE", INT, "0",
            "1 enables the switch channel (NVLink multicast) where the GPU has it; also off when NCCL_NVLS_ENABLE=0")
 WEFT_PARAM(DEVICE_TIMEOUT_MS, "WEFT_DEVICE_TIMEOUT_MS", INT, "60000",
            "longest wait of device code (semaphore, packet, FIFO, flush) before it records a timeout, ms")
+WEFT_PARAM(ALGO, "WEFT_ALGO", STR, "",
+           "algorithm overrides, e.g. allreduce:packet,allgather:mesh (weft-info -a lists them)")
+WEFT_PARAM(COLL_SCRATCH_BYTES, "WEFT_COLL_SCRATCH_BYTES", INT, "8388608",
+           "per-rank scratch for collectives, bytes (two regions of half each)")
+WEFT_PARAM(COLL_PACKET_MAX_BYTES, "WEFT_COLL_PACKET_MAX_BYTES", INT, "65536",
+           "largest message of the LL packet algorithms, bytes")
+WEFT_PARAM(CHECK_ARGS, "WEFT_CHECK_ARGS", INT, "0",
+           "1: before each collective, compare counts, types and roots across ranks and name the odd one")

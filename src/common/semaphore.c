@@ -43,8 +43,25 @@ weft_status_t weft_semaphore_create(weft_connection_t *conn, weft_semaphore_t **
         goto err_reg;
     if ((status = weft_mem_deserialize(comm, &theirs, &s->remote)) != WEFT_OK)
         goto err_reg;
+    /* Both sides have imported before either returns: a peer may destroy
+     * its side (withdrawing the export) right after this call. */
+    if ((status = weft_comm_enter(comm)) != WEFT_OK)
+        goto err_remote;
+    {
+        uint8_t ack = 1;
+        status = weft_bootstrap_send_msg(comm->boot, conn->peer, tag, &ack, 1);
+        if (status == WEFT_OK)
+            status = weft_bootstrap_recv_msg(comm->boot, conn->peer, tag, &ack, 1);
+    }
+    if (status != WEFT_OK)
+        weft_comm_set_async_error(comm, status);
+    weft_comm_leave(comm);
+    if (status != WEFT_OK)
+        goto err_remote;
     *out = s;
     return WEFT_OK;
+err_remote:
+    weft_mem_deregister(s->remote);
 err_reg:
     weft_mem_deregister(s->local);
 err_mem:

@@ -6,11 +6,6 @@
 
 #include <stdlib.h>
 
-struct weft_stream {
-    weft_comm_t *comm;
-    weft_gpu_stream_t *s;
-};
-
 weft_status_t weft_stream_create(weft_comm_t *comm, weft_stream_t **out)
 {
     weft_stream_t *st;

@@ -1,0 +1,439 @@
+/*
+ * Collectives: algorithm registry and selection, the per-communicator
+ * channels and scratch they run on, and the public entry points.
+ */
+#include "config.h"
+#include "coll.h"
+#include "comm.h"
+#include "kernels.h"
+#include "log.h"
+#include "param.h"
+#include "semaphore.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    weft_coll_t coll;
+    const char *name;
+    int packet;          /* limited by WEFT_COLL_PACKET_MAX_BYTES */
+    uint64_t caps;       /* backend capabilities it needs */
+    const char *kernel;  /* built-in kernel */
+    const char *help;
+} weft_algo_t;
+
+/* In order of preference: the first whose limits admit a call is used. */
+static const weft_algo_t algos[] = {
+    {WEFT_COLL_ALLREDUCE, "packet", 1, WEFT_CAP_IPC, "coll_allreduce_packet",
+     "one-shot: LL16 packets to every peer, no barrier (small messages)"},
+    {WEFT_COLL_ALLREDUCE, "rsag", 0, WEFT_CAP_IPC, "coll_allreduce_rsag",
+     "reduce-scatter then allgather through scratch, chunked"},
+    {WEFT_COLL_ALLGATHER, "mesh", 0, WEFT_CAP_IPC, "coll_allgather_mesh", "every rank reads every rank's part"},
+    {WEFT_COLL_REDUCE_SCATTER, "mesh", 0, WEFT_CAP_IPC, "coll_reduce_scatter_mesh",
+     "every rank reduces its block from every rank's scratch"},
+    {WEFT_COLL_BROADCAST, "mesh", 0, WEFT_CAP_IPC, "coll_broadcast_mesh", "every rank reads the root's scratch"},
+    {WEFT_COLL_REDUCE, "mesh", 0, WEFT_CAP_IPC, "coll_reduce_mesh", "the root reads and reduces every rank's scratch"},
+    {WEFT_COLL_ALLTOALL, "mesh", 0, WEFT_CAP_IPC, "coll_alltoall_mesh", "every rank reads its block from every rank"},
+    {WEFT_COLL_BARRIER, "mesh", 0, WEFT_CAP_IPC, "coll_barrier", "signal every peer, wait for every peer"},
+};
+
+static const char *const coll_names[WEFT_COLL_COUNT] = {"allreduce", "allgather", "reducescatter", "broadcast",
+                                                        "reduce",    "alltoall",  "barrier"};
+
+const char *weft_coll_name(weft_coll_t c)
+{
+    return c < WEFT_COLL_COUNT ? coll_names[c] : "?";
+}
+
+int weft_coll_from_name(const char *name)
+{
+    for (int i = 0; i < WEFT_COLL_COUNT; i++)
+        if (strcmp(name, coll_names[i]) == 0)
+            return i;
+    if (strcmp(name, "reduce_scatter") == 0)
+        return WEFT_COLL_REDUCE_SCATTER;
+    return -1;
+}
+
+void weft_coll_list_algorithms(void (*fn)(const char *coll, const char *name, const char *help, void *arg), void *arg)
+{
+    for (size_t i = 0; i < WEFT_ARRAY_SIZE(algos); i++)
+        fn(coll_names[algos[i].coll], algos[i].name, algos[i].help, arg);
+}
+
+/* WEFT_ALGO=coll:name,...: the override for @p c, or NULL. An override
+ * naming no algorithm of c is reported once and ignored. */
+static const weft_algo_t *algo_override(weft_coll_t c)
+{
+    const char *spec = weft_param_str(WEFT_P_ALGO);
+    char buf[512], *save = NULL;
+    if (!spec || !*spec)
+        return NULL;
+    snprintf(buf, sizeof(buf), "%s", spec);
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *colon = strchr(tok, ':');
+        if (!colon)
+            continue;
+        *colon = '\0';
+        if (weft_coll_from_name(tok) != (int)c)
+            continue;
+        for (size_t i = 0; i < WEFT_ARRAY_SIZE(algos); i++)
+            if (algos[i].coll == c && strcmp(algos[i].name, colon + 1) == 0)
+                return &algos[i];
+        weft_warn(WEFT_SUB_COLL, "WEFT_ALGO names no %s algorithm '%s'; ignored", tok, colon + 1);
+    }
+    return NULL;
+}
+
+static uint64_t packet_max(void)
+{
+    long v = weft_param_int(WEFT_P_COLL_PACKET_MAX_BYTES);
+    return v < 8 ? 8 : (uint64_t)v;
+}
+
+static const weft_algo_t *select_algo(weft_comm_t *comm, weft_coll_t c, uint64_t bytes)
+{
+    const weft_algo_t *o = algo_override(c);
+    /* a forced packet algorithm still needs the message to fit its slots */
+    if (o && (comm->caps & o->caps) == o->caps && (!o->packet || bytes <= packet_max()))
+        return o;
+    for (size_t i = 0; i < WEFT_ARRAY_SIZE(algos); i++) {
+        const weft_algo_t *a = &algos[i];
+        if (a->coll == c && (comm->caps & a->caps) == a->caps && (!a->packet || bytes <= packet_max()))
+            return a;
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- */
+/* Per-communicator context                                          */
+/* ---------------------------------------------------------------- */
+
+struct weft_coll_ctx {
+    char *scratch, *pkt;
+    size_t scratch_bytes, pkt_bytes, pkt_slot;
+    weft_mem_t *scratch_mem, *pkt_mem;
+    weft_mem_t **rscratch, **rpkt;
+    weft_connection_t **conn;
+    weft_semaphore_t **sema;
+    weft_memory_channel_t **ch, **chp;
+    weft_gpu_alloc_t handles;            /* device arrays ch[] then chp[] */
+    uint64_t packet_calls;
+};
+
+void weft_coll_ctx_destroy(weft_comm_t *comm)
+{
+    struct weft_coll_ctx *x = comm->coll;
+    if (!x)
+        return;
+    for (int p = 0; p < comm->nranks; p++) {
+        if (x->ch && x->ch[p])
+            weft_memory_channel_destroy(x->ch[p]);
+        if (x->chp && x->chp[p])
+            weft_memory_channel_destroy(x->chp[p]);
+        if (x->sema && x->sema[p])
+            weft_semaphore_destroy(x->sema[p]);
+        if (x->conn && x->conn[p])
+            weft_connection_destroy(x->conn[p]);
+        if (x->rscratch && x->rscratch[p])
+            weft_mem_deregister(x->rscratch[p]);
+        if (x->rpkt && x->rpkt[p])
+            weft_mem_deregister(x->rpkt[p]);
+    }
+    if (x->scratch_mem)
+        weft_mem_deregister(x->scratch_mem);
+    if (x->pkt_mem)
+        weft_mem_deregister(x->pkt_mem);
+    /* the allocations themselves go with the communicator */
+    if (x->handles.ptr)
+        comm->gpu->mem_free(comm->gctx, &x->handles);
+    free(x->rscratch);
+    free(x->rpkt);
+    free(x->conn);
+    free(x->sema);
+    free(x->ch);
+    free(x->chp);
+    free(x);
+    comm->coll = NULL;
+}
+
+static weft_status_t exchange(weft_comm_t *comm, weft_mem_t *local, weft_mem_t **remote)
+{
+    weft_mem_handle_t *h = calloc((size_t)comm->nranks, sizeof(*h));
+    weft_status_t status = h ? weft_mem_serialize(local, &h[comm->rank]) : WEFT_ERR_NO_MEMORY;
+    if (status == WEFT_OK)
+        status = weft_bootstrap_allgather(comm, h, sizeof(*h));
+    for (int p = 0; p < comm->nranks && status == WEFT_OK; p++)
+        if (p != comm->rank)
+            status = weft_mem_deserialize(comm, &h[p], &remote[p]);
+    free(h);
+    return status;
+}
+
+/* Collective: every rank sets its context up in its first collective. */
+static weft_status_t coll_setup(weft_comm_t *comm)
+{
+    struct weft_coll_ctx *x;
+    weft_status_t status;
+    int n = comm->nranks;
+    size_t hb = (size_t)n * sizeof(weft_memory_channel_dev_t);
+    weft_memory_channel_dev_t *tmp;
+
+    if (comm->local_size != n) {
+        weft_error(WEFT_SUB_COLL, "rank %d: collectives across hosts need a network transport, not in this build",
+                   comm->rank);
+        return WEFT_ERR_UNSUPPORTED;
+    }
+    x = calloc(1, sizeof(*x));
+    if (!x)
+        return WEFT_ERR_NO_MEMORY;
+    comm->coll = x;
+    x->scratch_bytes = (size_t)WEFT_MAX(weft_param_int(WEFT_P_COLL_SCRATCH_BYTES), 4096) & ~(size_t)4095;
+    x->pkt_slot = 2 * ((packet_max() + 7) / 8 * 8) + 64;
+    x->pkt_bytes = 2 * (size_t)n * x->pkt_slot;
+    x->rscratch = calloc((size_t)n, sizeof(*x->rscratch));
+    x->rpkt = calloc((size_t)n, sizeof(*x->rpkt));
+    x->conn = calloc((size_t)n, sizeof(*x->conn));
+    x->sema = calloc((size_t)n, sizeof(*x->sema));
+    x->ch = calloc((size_t)n, sizeof(*x->ch));
+    x->chp = calloc((size_t)n, sizeof(*x->chp));
+    tmp = calloc(2 * (size_t)n, sizeof(*tmp));
+    status = WEFT_ERR_NO_MEMORY;
+    if (!x->rscratch || !x->rpkt || !x->conn || !x->sema || !x->ch || !x->chp || !tmp)
+        goto err;
+    if ((status = weft_mem_alloc(comm, x->scratch_bytes, (void **)&x->scratch)) != WEFT_OK ||
+        (status = weft_mem_alloc(comm, x->pkt_bytes, (void **)&x->pkt)) != WEFT_OK ||
+        (status = weft_mem_register(comm, x->scratch, x->scratch_bytes, WEFT_TRANSPORT_IPC, &x->scratch_mem)) ||
+        (status = weft_mem_register(comm, x->pkt, x->pkt_bytes, WEFT_TRANSPORT_IPC, &x->pkt_mem)) ||
+        (status = exchange(comm, x->scratch_mem, x->rscratch)) != WEFT_OK ||
+        (status = exchange(comm, x->pkt_mem, x->rpkt)) != WEFT_OK)
+        goto err;
+    for (int p = 0; p < n; p++) {
+        if (p == comm->rank)
+            continue;
+        if ((status = weft_connection_create(comm, p, WEFT_TRANSPORT_IPC, &x->conn[p])) != WEFT_OK ||
+            (status = weft_semaphore_create(x->conn[p], &x->sema[p])) != WEFT_OK ||
+            (status = weft_memory_channel_create(x->sema[p], x->rscratch[p], x->scratch_mem, x->pkt_mem, &x->ch[p])) ||
+            (status = weft_memory_channel_create(x->sema[p], x->rpkt[p], x->scratch_mem, x->pkt_mem, &x->chp[p])))
+            goto err;
+        weft_memory_channel_device_handle(x->ch[p], &tmp[p]);
+        weft_memory_channel_device_handle(x->chp[p], &tmp[n + p]);
+    }
+    if ((status = comm->gpu->mem_alloc(comm->gctx, 2 * hb, &x->handles)) != WEFT_OK)
+        goto err;
+    if (comm->caps & WEFT_CAP_CPU_ACCESS) {
+        memcpy(x->handles.ptr, tmp, 2 * hb);
+    } else {
+        weft_gpu_stream_t *s;
+        if ((status = comm->gpu->stream_create(comm->gctx, &s)) != WEFT_OK)
+            goto err;
+        status = comm->gpu->memcpy_async(comm->gctx, x->handles.ptr, tmp, 2 * hb, s);
+        comm->gpu->stream_sync(comm->gctx, s);
+        comm->gpu->stream_destroy(comm->gctx, s);
+        if (status != WEFT_OK)
+            goto err;
+    }
+    free(tmp);
+    /* No rank uses a peer's scratch before the peer has set it up. */
+    return weft_bootstrap_barrier(comm);
+err:
+    free(tmp);
+    weft_error(WEFT_SUB_COLL, "rank %d: setting up collectives failed: %s", comm->rank, weft_status_string(status));
+    weft_coll_ctx_destroy(comm);
+    return status;
+}
+
+/* ---------------------------------------------------------------- */
+/* Entry points                                                      */
+/* ---------------------------------------------------------------- */
+
+typedef struct {
+    weft_coll_t coll;
+    const void *in;
+    void *out;
+    size_t count;
+    int dtype, op, root;
+} coll_call_t;
+
+/* WEFT_CHECK_ARGS=1: every rank's call must match rank 0's. */
+static weft_status_t check_across_ranks(weft_comm_t *comm, const coll_call_t *c)
+{
+    uint64_t *fp = calloc((size_t)comm->nranks * 4, sizeof(uint64_t));
+    weft_status_t status;
+    if (!fp)
+        return WEFT_ERR_NO_MEMORY;
+    fp[4 * comm->rank] = c->coll;
+    fp[4 * comm->rank + 1] = c->count;
+    fp[4 * comm->rank + 2] = (uint64_t)c->dtype << 32 | (uint32_t)c->op;
+    fp[4 * comm->rank + 3] = (uint64_t)(uint32_t)c->root;
+    status = weft_bootstrap_allgather(comm, fp, 4 * sizeof(uint64_t));
+    for (int r = 1; r < comm->nranks && status == WEFT_OK; r++) {
+        if (memcmp(&fp[4 * r], fp, 4 * sizeof(uint64_t)) == 0)
+            continue;
+        weft_error(WEFT_SUB_COLL,
+                   "%s: rank %d called with count %llu, type %d, op %d, root %d but rank 0 with count %llu, type "
+                   "%d, op %d, root %d",
+                   weft_coll_name(c->coll), r, (unsigned long long)fp[4 * r + 1], (int)(fp[4 * r + 2] >> 32),
+                   (int)(uint32_t)fp[4 * r + 2], (int)fp[4 * r + 3], (unsigned long long)fp[1], (int)(fp[2] >> 32),
+                   (int)(uint32_t)fp[2], (int)fp[3]);
+        status = WEFT_ERR_INVALID_ARGUMENT;
+    }
+    free(fp);
+    return status;
+}
+
+static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const coll_call_t *c)
+{
+    weft_coll_args_t a;
+    const weft_algo_t *algo;
+    const weft_builtin_kernel_t *k;
+    weft_gpu_launch_t l;
+    weft_status_t status;
+    size_t es = c->coll == WEFT_COLL_BARRIER                      ? 1
+                : c->dtype < 0 || c->dtype >= WEFT_DTYPE_COUNT ? 0
+                                                                : weft_dtype_size((weft_dtype_t)c->dtype);
+    size_t bytes, total;
+    uint64_t mult = c->coll == WEFT_COLL_ALLGATHER || c->coll == WEFT_COLL_REDUCE_SCATTER ||
+                            c->coll == WEFT_COLL_ALLTOALL
+                        ? (uint64_t)comm->nranks
+                        : 1;
+
+    /* Everything is checked before anything is queued. */
+    if (!comm || !stream || stream->comm != comm || c->coll >= WEFT_COLL_COUNT ||
+        (c->coll != WEFT_COLL_BARRIER && (c->dtype < 0 || c->dtype >= WEFT_DTYPE_COUNT)) || (c->coll != WEFT_COLL_BARRIER && es == 0) ||
+        (c->coll != WEFT_COLL_BARRIER && (c->op < 0 || c->op >= WEFT_REDOP_COUNT)) ||
+        !weft_mul_size(c->count, es, &bytes) || !weft_mul_size(bytes, mult, &total) ||
+        (c->root < 0 || (comm && c->root >= comm->nranks))) {
+        weft_error_note("%s: invalid arguments", weft_coll_name(c->coll));
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    if (c->count && (!c->in || (!c->out && !(c->coll == WEFT_COLL_REDUCE && comm->rank != c->root)))) {
+        weft_error_note("%s: NULL buffer with %zu elements", weft_coll_name(c->coll), c->count);
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    {
+        weft_status_t async = WEFT_OK;
+        weft_comm_get_async_error(comm, &async);
+        if (async != WEFT_OK) {
+            weft_error_note("%s: the communicator has failed (%s)", weft_coll_name(c->coll),
+                            weft_status_string(async));
+            return async; /* a failed communicator takes no new work */
+        }
+    }
+    if ((status = weft_comm_enter(comm)) != WEFT_OK)
+        return status;
+    weft_comm_leave(comm);
+    if (weft_param_int(WEFT_P_CHECK_ARGS) == 1 && (status = check_across_ranks(comm, c)) != WEFT_OK)
+        return status;
+    if (c->count == 0 && c->coll != WEFT_COLL_BARRIER)
+        return WEFT_OK; /* nothing moves; every rank agrees on that */
+    if (comm->nranks == 1 && c->coll != WEFT_COLL_BARRIER) {
+        /* one rank: the result is the input (AVG of one is itself) */
+        if (c->out && c->out != c->in)
+            return comm->gpu->memcpy_async(comm->gctx, c->out, c->in, total, stream->s);
+        return WEFT_OK;
+    }
+    if (comm->nranks == 1)
+        return WEFT_OK;
+    if (!comm->coll && (status = coll_setup(comm)) != WEFT_OK)
+        return status;
+    algo = select_algo(comm, c->coll, bytes);
+    k = algo ? weft_builtin_find(algo->kernel) : NULL;
+    if (!k) {
+        weft_error(WEFT_SUB_COLL, "%s: no algorithm for %zu bytes on backend %s", weft_coll_name(c->coll), bytes,
+                   comm->gpu->name);
+        return WEFT_ERR_UNSUPPORTED;
+    }
+    memset(&a, 0, sizeof(a));
+    a.in = c->in;
+    a.out = c->out;
+    a.count = c->count;
+    a.dtype = (uint32_t)c->dtype;
+    a.op = (uint32_t)c->op;
+    a.rank = comm->rank;
+    a.nranks = comm->nranks;
+    a.root = c->root;
+    a.scratch = comm->coll->scratch;
+    a.pkt = comm->coll->pkt;
+    a.scratch_half = comm->coll->scratch_bytes / 2 / 64 * 64;
+    a.pkt_slot = comm->coll->pkt_slot;
+    a.ch = (weft_memory_channel_dev_t *)comm->coll->handles.ptr;
+    a.chp = a.ch + comm->nranks;
+    a.ctl = comm->ctl_dev;
+    if (algo->packet) {
+        uint64_t call = comm->coll->packet_calls++;
+        a.flag = (uint32_t)(call % 0xffffffffull) + 1; /* every rank counts the same calls */
+        a.half = call & 1;
+    }
+    l.name = k->name;
+    l.host_fn = k->host_fn;
+    l.nblocks = 1;
+    l.nthreads = 1;
+    l.args = &a;
+    l.args_size = sizeof(a);
+    weft_debug(WEFT_SUB_COLL, "%s of %zu bytes: %s", weft_coll_name(c->coll), bytes, algo->name);
+    return comm->gpu->launch(comm->gctx, &l, stream->s);
+}
+
+weft_status_t weft_coll_algorithm(weft_comm_t *comm, const char *collective, size_t bytes, const char **name)
+{
+    int c;
+    const weft_algo_t *a;
+    if (!comm || !collective || !name || (c = weft_coll_from_name(collective)) < 0)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    if (!(a = select_algo(comm, (weft_coll_t)c, bytes)))
+        return WEFT_ERR_UNSUPPORTED;
+    *name = a->name;
+    return WEFT_OK;
+}
+
+weft_status_t weft_allreduce(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype, weft_redop_t op,
+                             weft_comm_t *comm, weft_stream_t *stream)
+{
+    coll_call_t c = {WEFT_COLL_ALLREDUCE, sendbuf, recvbuf, count, (int)dtype, (int)op, 0};
+    return coll_run(comm, stream, &c);
+}
+
+weft_status_t weft_allgather(const void *sendbuf, void *recvbuf, size_t sendcount, weft_dtype_t dtype,
+                             weft_comm_t *comm, weft_stream_t *stream)
+{
+    coll_call_t c = {WEFT_COLL_ALLGATHER, sendbuf, recvbuf, sendcount, (int)dtype, WEFT_SUM, 0};
+    return coll_run(comm, stream, &c);
+}
+
+weft_status_t weft_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, weft_dtype_t dtype,
+                                  weft_redop_t op, weft_comm_t *comm, weft_stream_t *stream)
+{
+    coll_call_t c = {WEFT_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, (int)dtype, (int)op, 0};
+    return coll_run(comm, stream, &c);
+}
+
+weft_status_t weft_broadcast(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype, int root,
+                             weft_comm_t *comm, weft_stream_t *stream)
+{
+    /* only the root's sendbuf is read; the others may pass recvbuf for it */
+    coll_call_t c = {WEFT_COLL_BROADCAST, sendbuf ? sendbuf : recvbuf, recvbuf, count, (int)dtype, WEFT_SUM, root};
+    return coll_run(comm, stream, &c);
+}
+
+weft_status_t weft_reduce(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype, weft_redop_t op,
+                          int root, weft_comm_t *comm, weft_stream_t *stream)
+{
+    coll_call_t c = {WEFT_COLL_REDUCE, sendbuf, recvbuf, count, (int)dtype, (int)op, root};
+    return coll_run(comm, stream, &c);
+}
+
+weft_status_t weft_alltoall(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype, weft_comm_t *comm,
+                            weft_stream_t *stream)
+{
+    coll_call_t c = {WEFT_COLL_ALLTOALL, sendbuf, recvbuf, count, (int)dtype, WEFT_SUM, 0};
+    return coll_run(comm, stream, &c);
+}
+
+weft_status_t weft_barrier(weft_comm_t *comm, weft_stream_t *stream)
+{
+    coll_call_t c = {WEFT_COLL_BARRIER, NULL, NULL, 0, WEFT_UINT8, WEFT_SUM, 0};
+    return coll_run(comm, stream, &c);
+}

@@ -1,0 +1,310 @@
+/*
+ * Collective kernels over memory channels between the ranks of one host.
+ *
+ * Every rank owns a scratch buffer (two regions of scratch_half bytes:
+ * IN and OUT) and a packet buffer; channel ch[p] maps peer p's scratch,
+ * chp[p] peer p's packet buffer. User buffers are only ever copied with
+ * weft_copy (any alignment); reductions run on scratch, which is aligned.
+ *
+ * Chunked algorithms follow one pattern per chunk: stage into own IN,
+ * barrier (every rank signals every peer, then waits for every peer),
+ * read peers' IN/OUT through the channels, barrier again before scratch
+ * is reused. The final barrier of a chunk is what lets the next chunk
+ * (or the next call) overwrite scratch that peers were reading.
+ *
+ * The LL packet allreduce needs no barrier: packets carry the call's flag,
+ * and the packet buffer alternates between two halves by call, so a rank
+ * that is one call ahead writes the half its peers are not reading.
+ *
+ * Bodies use block 0 only, its threads sharing the work; any nthreads.
+ */
+#ifndef WEFT_KERNELS_COLL_H
+#define WEFT_KERNELS_COLL_H
+
+#include "weft/device.h"
+#include "weft/dtype.h"
+
+typedef enum {
+    WEFT_COLL_ALLREDUCE = 0,
+    WEFT_COLL_ALLGATHER,
+    WEFT_COLL_REDUCE_SCATTER,
+    WEFT_COLL_BROADCAST,
+    WEFT_COLL_REDUCE,
+    WEFT_COLL_ALLTOALL,
+    WEFT_COLL_BARRIER,
+    WEFT_COLL_COUNT
+} weft_coll_t;
+
+typedef struct {
+    const char *in;   /* user input (device pointer) */
+    char *out;        /* user output */
+    uint64_t count;   /* elements: per rank (allgather, alltoall block), total otherwise */
+    uint32_t dtype, op;
+    int32_t rank, nranks, root;
+    uint32_t flag;    /* packet flag of this call (never 0) */
+    uint64_t half;    /* packet buffer half of this call: 0 or 1 */
+    char *scratch;    /* this rank's scratch: IN at 0, OUT at scratch_half */
+    char *pkt;        /* this rank's packet buffer */
+    uint64_t scratch_half;
+    uint64_t pkt_slot; /* bytes of one rank's slot in one half */
+    weft_memory_channel_dev_t *ch;  /* [nranks]: dst = peer scratch */
+    weft_memory_channel_dev_t *chp; /* [nranks]: dst = peer packet buffer */
+    weft_dev_ctl_t *ctl;
+} weft_coll_args_t;
+
+/* Every rank of the host has reached this point (and everything each
+ * wrote before it is visible). Returns non-zero if a wait gave up. */
+WEFT_DEVICE int weft_coll_barrier(const weft_kctx_t *k, weft_coll_args_t *a)
+{
+    weft_block_sync(k);
+    if (k->thread == 0) {
+        for (int p = 0; p < a->nranks; p++)
+            if (p != a->rank)
+                weft_mc_signal(&a->ch[p]); /* release: our writes above */
+        for (int p = 0; p < a->nranks; p++)
+            if (p != a->rank && weft_mc_wait(&a->ch[p]))
+                break;
+    }
+    weft_block_sync(k);
+    return weft_load_relaxed_u64(&a->ctl->error) != 0;
+}
+
+/* acc[i] = acc[i] op in[i], i < n; both aligned to the element size. */
+WEFT_DEVICE void weft_coll_reduce(const weft_kctx_t *k, weft_coll_args_t *a, char *acc, const char *in, uint64_t n)
+{
+    size_t es = weft_dtype_size((weft_dtype_t)a->dtype);
+    for (uint64_t i = k->thread; i < n; i += k->nthreads)
+        weft_reduce_elem((weft_dtype_t)a->dtype, (weft_redop_t)a->op, acc + i * es, in + i * es);
+}
+
+/* AVG: divide the sums by nranks. */
+WEFT_DEVICE void weft_coll_finish_avg(const weft_kctx_t *k, weft_coll_args_t *a, char *acc, uint64_t n)
+{
+    if (a->op != WEFT_AVG)
+        return;
+    size_t es = weft_dtype_size((weft_dtype_t)a->dtype);
+    for (uint64_t i = k->thread; i < n; i += k->nthreads)
+        weft_scale_elem((weft_dtype_t)a->dtype, acc + i * es, a->nranks);
+}
+
+WEFT_DEVICE void weft_coll_copy(const weft_kctx_t *k, void *dst, const void *src, uint64_t bytes)
+{
+    weft_copy(dst, src, bytes, k->thread, k->nthreads);
+}
+
+/* Peer p's scratch, through its channel (our own for p == rank). */
+WEFT_DEVICE char *weft_coll_peer_scratch(weft_coll_args_t *a, int p)
+{
+    return p == a->rank ? a->scratch : a->ch[p].dst;
+}
+
+/* Largest chunk, in elements, when @p per_chunk_copies copies of it must
+ * fit one scratch region. */
+WEFT_DEVICE uint64_t weft_coll_chunk(weft_coll_args_t *a, uint64_t per_chunk_copies)
+{
+    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype);
+    uint64_t c = a->scratch_half / (es * per_chunk_copies);
+    return c ? c : 1;
+}
+
+/* ---------------------------------------------------------------- */
+
+/* One-shot allreduce with LL16 packets, for small messages. */
+WEFT_DEVICE void weft_coll_allreduce_packet(const weft_kctx_t *k, void *args)
+{
+    weft_coll_args_t *a = (weft_coll_args_t *)args;
+    size_t es = weft_dtype_size((weft_dtype_t)a->dtype);
+    uint64_t bytes = a->count * es, half_bytes = a->pkt_slot * (uint64_t)a->nranks;
+    char *acc = a->scratch + a->scratch_half, *tmp = a->scratch;
+    if (k->block)
+        return;
+    for (int p = 0; p < a->nranks; p++)
+        if (p != a->rank)
+            weft_ll16_put((weft_ll16_t *)(a->chp[p].dst + a->half * half_bytes + (uint64_t)a->rank * a->pkt_slot),
+                          a->in, bytes, a->flag, k->thread, k->nthreads);
+    weft_coll_copy(k, acc, a->in, bytes);
+    for (int p = 0; p < a->nranks; p++) {
+        if (p == a->rank)
+            continue;
+        weft_block_sync(k);
+        if (weft_ll16_unpack(tmp, (weft_ll16_t *)(a->pkt + a->half * half_bytes + (uint64_t)p * a->pkt_slot), bytes,
+                             a->flag, k->thread, k->nthreads, a->ctl, p))
+            return;
+        weft_block_sync(k);
+        weft_coll_reduce(k, a, acc, tmp, a->count);
+    }
+    weft_block_sync(k);
+    weft_coll_finish_avg(k, a, acc, a->count);
+    weft_block_sync(k);
+    weft_coll_copy(k, a->out, acc, bytes);
+}
+
+/* Reduce-scatter then allgather, chunk by chunk, reading peers' scratch. */
+WEFT_DEVICE void weft_coll_allreduce_rsag(const weft_kctx_t *k, void *args)
+{
+    weft_coll_args_t *a = (weft_coll_args_t *)args;
+    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), chunk = weft_coll_chunk(a, 1);
+    if (k->block)
+        return;
+    for (uint64_t e0 = 0; e0 < a->count; e0 += chunk) {
+        uint64_t ce = a->count - e0 < chunk ? a->count - e0 : chunk;
+        uint64_t lo = ce * (uint64_t)a->rank / (uint64_t)a->nranks, hi = ce * (uint64_t)(a->rank + 1) / (uint64_t)a->nranks;
+        char *in = a->scratch, *out = a->scratch + a->scratch_half;
+        weft_coll_copy(k, in, a->in + e0 * es, ce * es);
+        if (weft_coll_barrier(k, a))
+            return;
+        weft_coll_copy(k, out + lo * es, in + lo * es, (hi - lo) * es);
+        for (int p = 0; p < a->nranks; p++) {
+            if (p == a->rank)
+                continue;
+            weft_block_sync(k);
+            weft_coll_reduce(k, a, out + lo * es, weft_coll_peer_scratch(a, p) + lo * es, hi - lo);
+        }
+        weft_block_sync(k);
+        weft_coll_finish_avg(k, a, out + lo * es, hi - lo);
+        if (weft_coll_barrier(k, a))
+            return;
+        for (int q = 0; q < a->nranks; q++) {
+            uint64_t qlo = ce * (uint64_t)q / (uint64_t)a->nranks, qhi = ce * (uint64_t)(q + 1) / (uint64_t)a->nranks;
+            weft_coll_copy(k, a->out + (e0 + qlo) * es, weft_coll_peer_scratch(a, q) + a->scratch_half + qlo * es,
+                           (qhi - qlo) * es);
+        }
+        if (weft_coll_barrier(k, a))
+            return;
+    }
+}
+
+/* Allgather: every rank stages its part, everyone reads everyone's. */
+WEFT_DEVICE void weft_coll_allgather_mesh(const weft_kctx_t *k, void *args)
+{
+    weft_coll_args_t *a = (weft_coll_args_t *)args;
+    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), chunk = weft_coll_chunk(a, 1);
+    if (k->block)
+        return;
+    for (uint64_t e0 = 0; e0 < a->count; e0 += chunk) {
+        uint64_t ce = a->count - e0 < chunk ? a->count - e0 : chunk;
+        weft_coll_copy(k, a->scratch, a->in + e0 * es, ce * es);
+        if (weft_coll_barrier(k, a))
+            return;
+        for (int q = 0; q < a->nranks; q++)
+            weft_coll_copy(k, a->out + ((uint64_t)q * a->count + e0) * es, weft_coll_peer_scratch(a, q), ce * es);
+        if (weft_coll_barrier(k, a))
+            return;
+    }
+}
+
+/* Reduce-scatter: input holds nranks blocks of count elements; this rank
+ * gets block rank reduced over all ranks. */
+WEFT_DEVICE void weft_coll_reduce_scatter_mesh(const weft_kctx_t *k, void *args)
+{
+    weft_coll_args_t *a = (weft_coll_args_t *)args;
+    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), n = (uint64_t)a->nranks;
+    uint64_t chunk = weft_coll_chunk(a, n);
+    char *acc = a->scratch + a->scratch_half;
+    if (k->block)
+        return;
+    for (uint64_t e0 = 0; e0 < a->count; e0 += chunk) {
+        uint64_t ce = a->count - e0 < chunk ? a->count - e0 : chunk;
+        for (uint64_t q = 0; q < n; q++)
+            weft_coll_copy(k, a->scratch + q * ce * es, a->in + (q * a->count + e0) * es, ce * es);
+        if (weft_coll_barrier(k, a))
+            return;
+        weft_coll_copy(k, acc, a->scratch + (uint64_t)a->rank * ce * es, ce * es);
+        for (int p = 0; p < a->nranks; p++) {
+            if (p == a->rank)
+                continue;
+            weft_block_sync(k);
+            weft_coll_reduce(k, a, acc, weft_coll_peer_scratch(a, p) + (uint64_t)a->rank * ce * es, ce);
+        }
+        weft_block_sync(k);
+        weft_coll_finish_avg(k, a, acc, ce);
+        weft_block_sync(k);
+        weft_coll_copy(k, a->out + e0 * es, acc, ce * es);
+        if (weft_coll_barrier(k, a))
+            return;
+    }
+}
+
+/* Broadcast: the root stages, the others read the root's scratch. */
+WEFT_DEVICE void weft_coll_broadcast_mesh(const weft_kctx_t *k, void *args)
+{
+    weft_coll_args_t *a = (weft_coll_args_t *)args;
+    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), chunk = weft_coll_chunk(a, 1);
+    if (k->block)
+        return;
+    for (uint64_t e0 = 0; e0 < a->count; e0 += chunk) {
+        uint64_t ce = a->count - e0 < chunk ? a->count - e0 : chunk;
+        if (a->rank == a->root) {
+            weft_coll_copy(k, a->scratch, a->in + e0 * es, ce * es);
+            if (a->out != a->in)
+                weft_coll_copy(k, a->out + e0 * es, a->in + e0 * es, ce * es);
+        }
+        if (weft_coll_barrier(k, a))
+            return;
+        if (a->rank != a->root)
+            weft_coll_copy(k, a->out + e0 * es, weft_coll_peer_scratch(a, a->root), ce * es);
+        if (weft_coll_barrier(k, a))
+            return;
+    }
+}
+
+/* Reduce: everyone stages, the root reduces. */
+WEFT_DEVICE void weft_coll_reduce_mesh(const weft_kctx_t *k, void *args)
+{
+    weft_coll_args_t *a = (weft_coll_args_t *)args;
+    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), chunk = weft_coll_chunk(a, 1);
+    char *acc = a->scratch + a->scratch_half;
+    if (k->block)
+        return;
+    for (uint64_t e0 = 0; e0 < a->count; e0 += chunk) {
+        uint64_t ce = a->count - e0 < chunk ? a->count - e0 : chunk;
+        weft_coll_copy(k, a->scratch, a->in + e0 * es, ce * es);
+        if (weft_coll_barrier(k, a))
+            return;
+        if (a->rank == a->root) {
+            weft_coll_copy(k, acc, a->scratch, ce * es);
+            for (int p = 0; p < a->nranks; p++) {
+                if (p == a->rank)
+                    continue;
+                weft_block_sync(k);
+                weft_coll_reduce(k, a, acc, weft_coll_peer_scratch(a, p), ce);
+            }
+            weft_block_sync(k);
+            weft_coll_finish_avg(k, a, acc, ce);
+            weft_block_sync(k);
+            weft_coll_copy(k, a->out + e0 * es, acc, ce * es);
+        }
+        if (weft_coll_barrier(k, a))
+            return;
+    }
+}
+
+/* All-to-all: block q of this rank's input goes to rank q. */
+WEFT_DEVICE void weft_coll_alltoall_mesh(const weft_kctx_t *k, void *args)
+{
+    weft_coll_args_t *a = (weft_coll_args_t *)args;
+    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), n = (uint64_t)a->nranks;
+    uint64_t chunk = weft_coll_chunk(a, n);
+    if (k->block)
+        return;
+    for (uint64_t e0 = 0; e0 < a->count; e0 += chunk) {
+        uint64_t ce = a->count - e0 < chunk ? a->count - e0 : chunk;
+        for (uint64_t q = 0; q < n; q++)
+            weft_coll_copy(k, a->scratch + q * ce * es, a->in + (q * a->count + e0) * es, ce * es);
+        if (weft_coll_barrier(k, a))
+            return;
+        for (uint64_t q = 0; q < n; q++)
+            weft_coll_copy(k, a->out + (q * a->count + e0) * es,
+                           weft_coll_peer_scratch(a, (int)q) + (uint64_t)a->rank * ce * es, ce * es);
+        if (weft_coll_barrier(k, a))
+            return;
+    }
+}
+
+WEFT_DEVICE void weft_coll_barrier_kernel(const weft_kctx_t *k, void *args)
+{
+    if (k->block == 0)
+        weft_coll_barrier(k, (weft_coll_args_t *)args);
+}
+
+#endif

@@ -1,0 +1,190 @@
+/* Every collective, every data type and op, in and out of place, at
+ * sizes from 0 to several scratch chunks, on 2, 3, 4 and 8 forked ranks;
+ * results compared element by element with an independent reference. */
+#include "tap/basic.h"
+#include "tap/collref.h"
+#include "tap/job.h"
+#include "tap/ranks.h"
+#include "weft.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static weft_unique_id_t id;
+static const uint64_t counts[] = {0, 1, 7, 1000, 40000};
+#define NCOUNTS (sizeof(counts) / sizeof(counts[0]))
+static const char *const dtype_names[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64", "f16",
+                                          "bf16", "f32",  "f64",   "e4m3",  "e5m2"};
+static const char *const op_names[] = {"sum", "prod", "min", "max", "avg"};
+
+typedef struct {
+    weft_comm_t *comm;
+    weft_stream_t *stream;
+    int rank, nranks;
+    unsigned char *a, *b; /* buffers, deliberately at odd addresses */
+    int fails;
+} ctx_t;
+
+static int compare(ctx_t *c, const char *what, weft_dtype_t t, weft_redop_t op, const unsigned char *got,
+                   uint64_t n, void (*expect)(ctx_t *, weft_dtype_t, weft_redop_t, uint64_t, void *))
+{
+    size_t es = weft_dtype_size(t);
+    unsigned char want[8];
+    for (uint64_t i = 0; i < n; i++) {
+        expect(c, t, op, i, want);
+        if (memcmp(got + i * es, want, es) != 0) {
+            c->fails += rank_fail("%s %s %s count %llu: element %llu wrong", what, dtype_names[t], op_names[op],
+                                  (unsigned long long)n, (unsigned long long)i);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static uint64_t g_count;
+static int g_root;
+
+static void exp_allreduce(ctx_t *c, weft_dtype_t t, weft_redop_t op, uint64_t i, void *p)
+{
+    collref_reduced(t, op, c->nranks, i, p);
+}
+static void exp_allgather(ctx_t *c, weft_dtype_t t, weft_redop_t op, uint64_t i, void *p)
+{
+    (void)c;
+    collref_input(t, op, (int)(i / g_count), i % g_count, p);
+}
+static void exp_reduce_scatter(ctx_t *c, weft_dtype_t t, weft_redop_t op, uint64_t i, void *p)
+{
+    collref_reduced(t, op, c->nranks, (uint64_t)c->rank * g_count + i, p);
+}
+static void exp_broadcast(ctx_t *c, weft_dtype_t t, weft_redop_t op, uint64_t i, void *p)
+{
+    (void)c;
+    collref_input(t, op, g_root, i, p);
+}
+static void exp_alltoall(ctx_t *c, weft_dtype_t t, weft_redop_t op, uint64_t i, void *p)
+{
+    /* block q of the output comes from rank q's block rank */
+    collref_input(t, op, (int)(i / g_count), (uint64_t)c->rank * g_count + i % g_count, p);
+}
+
+static void fill(weft_dtype_t t, weft_redop_t op, int q, unsigned char *buf, uint64_t n, uint64_t first)
+{
+    size_t es = weft_dtype_size(t);
+    for (uint64_t i = 0; i < n; i++)
+        collref_input(t, op, q, first + i, buf + i * es);
+}
+
+static int sync_ok(ctx_t *c, weft_status_t st, const char *what)
+{
+    if (st == WEFT_OK)
+        st = weft_stream_synchronize(c->stream);
+    if (st != WEFT_OK) {
+        c->fails += rank_fail("%s: %s: %s", what, weft_status_string(st), weft_get_last_error());
+        return 0;
+    }
+    return 1;
+}
+
+static void run_case(ctx_t *c, weft_dtype_t t, weft_redop_t op, uint64_t n, int inplace)
+{
+    size_t es = weft_dtype_size(t);
+    uint64_t N = (uint64_t)c->nranks;
+    unsigned char *in = c->a, *out = c->b;
+    g_count = n;
+
+    /* allreduce */
+    fill(t, op, c->rank, in, n, 0);
+    if (inplace)
+        out = in;
+    if (sync_ok(c, weft_allreduce(in, out, n, t, op, c->comm, c->stream), "allreduce"))
+        compare(c, "allreduce", t, op, out, n, exp_allreduce);
+    if (op != WEFT_SUM && op != WEFT_MIN)
+        return; /* data movement below does not depend on the op */
+
+    /* reduce-scatter: in holds N blocks */
+    fill(t, op, c->rank, in, N * n, 0);
+    out = inplace ? in + (uint64_t)c->rank * n * es : c->b;
+    if (sync_ok(c, weft_reduce_scatter(in, out, n, t, op, c->comm, c->stream), "reduce_scatter"))
+        compare(c, "reduce_scatter", t, op, out, n, exp_reduce_scatter);
+    if (op != WEFT_SUM)
+        return;
+
+    /* allgather */
+    out = c->b;
+    in = inplace ? out + (uint64_t)c->rank * n * es : c->a;
+    fill(t, op, c->rank, in, n, 0);
+    if (sync_ok(c, weft_allgather(in, out, n, t, c->comm, c->stream), "allgather"))
+        compare(c, "allgather", t, op, out, N * n, exp_allgather);
+
+    /* broadcast from every root */
+    for (g_root = 0; g_root < c->nranks; g_root++) {
+        in = c->a;
+        out = inplace ? in : c->b;
+        fill(t, op, c->rank, in, n, 0);
+        if (sync_ok(c, weft_broadcast(in, out, n, t, g_root, c->comm, c->stream), "broadcast"))
+            compare(c, "broadcast", t, op, out, n, exp_broadcast);
+    }
+    /* reduce to the last rank */
+    in = c->a;
+    out = inplace ? in : c->b;
+    fill(t, op, c->rank, in, n, 0);
+    if (sync_ok(c, weft_reduce(in, out, n, t, op, c->nranks - 1, c->comm, c->stream), "reduce") &&
+        c->rank == c->nranks - 1)
+        compare(c, "reduce", t, op, out, n, exp_allreduce);
+    /* all-to-all (out of place only, as NCCL defines it) */
+    if (!inplace) {
+        fill(t, op, c->rank, c->a, N * n, 0);
+        if (sync_ok(c, weft_alltoall(c->a, c->b, n, t, c->comm, c->stream), "alltoall"))
+            compare(c, "alltoall", t, op, c->b, N * n, exp_alltoall);
+    }
+}
+
+static int rank_main(int rank, int nranks, void *arg)
+{
+    ctx_t c;
+    size_t max = 8 * nranks * counts[NCOUNTS - 1] + 64;
+    int quick = arg != NULL;
+    memset(&c, 0, sizeof(c));
+    c.rank = rank;
+    c.nranks = nranks;
+    if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, NULL, &c.comm) != WEFT_OK ||
+        weft_stream_create(c.comm, &c.stream) != WEFT_OK)
+        return rank_fail("init: %s", weft_get_last_error());
+    unsigned char *a = malloc(max + 1), *b = malloc(max + 1);
+    c.a = a + 1;
+    c.b = b + 1;
+    for (int t = 0; t < WEFT_DTYPE_COUNT && !c.fails; t++)
+        for (int op = 0; op < WEFT_REDOP_COUNT && !c.fails; op++)
+            for (size_t k = 0; k < NCOUNTS && !c.fails; k++)
+                for (int inplace = 0; inplace < 2 && !c.fails; inplace++) {
+                    if (quick && k == NCOUNTS - 1 && t != WEFT_FLOAT32 && t != WEFT_BFLOAT16)
+                        continue;
+                    rank_step("%s %s count %llu%s", dtype_names[t], op_names[op], (unsigned long long)counts[k],
+                              inplace ? " in place" : "");
+                    run_case(&c, (weft_dtype_t)t, (weft_redop_t)op, counts[k], inplace);
+                }
+    if (!c.fails && !sync_ok(&c, weft_barrier(c.comm, c.stream), "barrier"))
+        c.fails++;
+    weft_stream_destroy(c.stream);
+    weft_comm_destroy(c.comm);
+    free(a);
+    free(b);
+    return c.fails;
+}
+
+int main(void)
+{
+    static const int nr[] = {2, 3, 4, 8};
+    /* small scratch and packet limits: many chunks, both allreduce algorithms */
+    setenv("WEFT_COLL_SCRATCH_BYTES", "65536", 1);
+    setenv("WEFT_COLL_PACKET_MAX_BYTES", "2048", 1);
+    plan(4);
+    for (size_t i = 0; i < sizeof(nr) / sizeof(nr[0]); i++)
+        ok(run_ranks(nr[i], 300000, rank_main, nr[i] == 8 ? (void *)1 : NULL, NULL),
+           "%d ranks: allreduce, reduce-scatter, allgather, broadcast, reduce, alltoall x 12 types x 5 ops, "
+           "counts 0..40000, in and out of place",
+           nr[i]);
+    return test_done();
+}
