@@ -5,16 +5,33 @@
 #include <stddef.h>
 #include "weft.h"
 
-typedef enum { OP_ALLGATHER, OP_BROADCAST, OP_BARRIER, OP_P2P } perf_op_t;
+typedef enum { OP_ALLGATHER, OP_BROADCAST, OP_BARRIER, OP_P2P, OP_COLL } perf_op_t;
+
+typedef enum {
+    PERF_ALLREDUCE,
+    PERF_ALLGATHER,
+    PERF_REDUCE_SCATTER,
+    PERF_BROADCAST,
+    PERF_REDUCE,
+    PERF_ALLTOALL
+} perf_coll_t;
 
 typedef struct {
-    perf_op_t op;
+    perf_op_t kind;
     const char *name;
     size_t min_bytes, max_bytes;
     double factor;
     long step;
     int iters, warmup, check, root, reps;
+    perf_coll_t coll; /* OP_COLL */
+    int dtype, redop;
+    const char *json; /* --json FILE */
 } perf_opts_t;
+
+/* A device collective sweep on one rank (OP_COLL). */
+int coll_bench(weft_comm_t *comm, const perf_opts_t *o);
+int perf_dtype_from_name(const char *s);
+int perf_op_from_name(const char *s);
 
 /* weft-perf p2p on one rank of a 2-rank communicator. */
 int p2p_bench(weft_comm_t *comm, const perf_opts_t *o);

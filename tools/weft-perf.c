@@ -3,12 +3,10 @@
  * (-b -e -f -n -w -c); --ranks N forks N local ranks, otherwise this
  * process is one rank of a launcher-started job.
  *
- * Operations available in this build: the host-side bootstrap
- * collectives (bootstrap-allgather, bootstrap-broadcast,
- * bootstrap-barrier), which carry setup traffic such as exchanging
- * registration handles, and p2p (channel latencies and put bandwidth
- * between two ranks). Device collectives report that they are not in
- * this build.
+ * Operations: the device collectives (allreduce, allgather, reducescatter,
+ * broadcast, reduce, alltoall) in nccl-tests' table; p2p (channel
+ * latencies and put bandwidth between two ranks); and the host-side
+ * bootstrap collectives, which carry setup traffic.
  */
 #include "launch.h"
 #include "perf.h"
@@ -23,8 +21,14 @@
 
 typedef perf_opts_t opts_t;
 
-static const char *const device_collectives[] = {"allreduce", "allgather", "reducescatter", "reduce_scatter",
-                                                 "broadcast", "reduce", "alltoall", "sendrecv", NULL};
+static const struct {
+    const char *name;
+    perf_coll_t coll;
+} device_collectives[] = {
+    {"allreduce", PERF_ALLREDUCE}, {"allgather", PERF_ALLGATHER}, {"reducescatter", PERF_REDUCE_SCATTER},
+    {"reduce_scatter", PERF_REDUCE_SCATTER}, {"broadcast", PERF_BROADCAST}, {"reduce", PERF_REDUCE},
+    {"alltoall", PERF_ALLTOALL},
+};
 
 static double now_us(void)
 {
@@ -85,7 +89,7 @@ static int bench(weft_comm_t *comm, void *arg)
 
     weft_comm_rank(comm, &rank);
     weft_comm_size(comm, &nranks);
-    alloc = o->op == OP_ALLGATHER ? o->max_bytes * (size_t)nranks : o->max_bytes;
+    alloc = o->kind == OP_ALLGATHER ? o->max_bytes * (size_t)nranks : o->max_bytes;
     buf = malloc(alloc ? alloc : 1);
     times = malloc(sizeof(double) * (size_t)(o->iters > 0 ? o->iters : 1));
     if (!buf || !times)
@@ -105,12 +109,12 @@ static int bench(weft_comm_t *comm, void *arg)
         for (int it = -o->warmup; it < o->iters && !failed; it++) {
             weft_status_t status;
             double t0;
-            if (o->op == OP_ALLGATHER)
+            if (o->kind == OP_ALLGATHER)
                 fill(buf + (size_t)rank * bytes, bytes, rank, it);
-            else if (o->op == OP_BROADCAST)
+            else if (o->kind == OP_BROADCAST)
                 fill(buf, bytes, rank == o->root ? rank : -1, it);
             t0 = now_us();
-            switch (o->op) {
+            switch (o->kind) {
             case OP_ALLGATHER: status = weft_bootstrap_allgather(comm, buf, bytes); break;
             case OP_BROADCAST: status = weft_bootstrap_broadcast(comm, buf, bytes, o->root); break;
             default: status = weft_bootstrap_barrier(comm); break;
@@ -123,9 +127,9 @@ static int bench(weft_comm_t *comm, void *arg)
             }
             if (it >= 0)
                 times[it] = now_us() - t0;
-            if (o->check && o->op == OP_ALLGATHER)
+            if (o->check && o->kind == OP_ALLGATHER)
                 wrong += check_allgather(buf, bytes, nranks, it);
-            if (o->check && o->op == OP_BROADCAST) {
+            if (o->check && o->kind == OP_BROADCAST) {
                 uint8_t *want = malloc(bytes ? bytes : 1);
                 fill(want, bytes, o->root, it);
                 for (size_t i = 0; i < bytes; i++)
@@ -164,8 +168,8 @@ static int bench(weft_comm_t *comm, void *arg)
         free(all);
         free(wrongs);
         if (rank == 0) {
-            double algbw = slowest > 0 ? (double)bytes * (o->op == OP_ALLGATHER ? nranks : 1) / slowest / 1e3 : 0;
-            double busbw = o->op == OP_ALLGATHER ? algbw * (nranks - 1) / nranks : algbw;
+            double algbw = slowest > 0 ? (double)bytes * (o->kind == OP_ALLGATHER ? nranks : 1) / slowest / 1e3 : 0;
+            double busbw = o->kind == OP_ALLGATHER ? algbw * (nranks - 1) / nranks : algbw;
             printf("  %12zu %12zu %6s %10.2f %10.2f %10.3f %10.3f %8ld\n", bytes, bytes, "uint8", slowest,
                    o->iters ? times[o->iters / 2] : 0.0, algbw, busbw, o->check ? wrong : -1L);
             fflush(stdout);
@@ -173,7 +177,7 @@ static int bench(weft_comm_t *comm, void *arg)
             nsizes++;
         }
         total_wrong += wrong;
-        if (o->op == OP_BARRIER || bytes >= o->max_bytes)
+        if (o->kind == OP_BARRIER || bytes >= o->max_bytes)
             break;
         size_t next = o->step > 0 ? bytes + (size_t)o->step : (size_t)((double)bytes * o->factor);
         bytes = next > bytes ? next : bytes + 1;
@@ -189,6 +193,11 @@ static int bench(weft_comm_t *comm, void *arg)
     return total_wrong ? 1 : 0;
 }
 
+static int coll_rank(weft_comm_t *comm, void *arg)
+{
+    return coll_bench(comm, arg);
+}
+
 static int p2p_rank(weft_comm_t *comm, void *arg)
 {
     return p2p_bench(comm, arg);
@@ -197,26 +206,33 @@ static int p2p_rank(weft_comm_t *comm, void *arg)
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: weft-perf [--ranks N] OPERATION [options]\n"
-            "operations: bootstrap-allgather, bootstrap-broadcast, bootstrap-barrier,\n"
-            "            p2p (2 ranks: channel latencies and put bandwidth from -b to -e)\n"
+            "usage: weft-perf [--ranks N] [--backend NAME] [--algo NAME] [--json FILE] OPERATION [options]\n"
+            "operations: allreduce, allgather, reducescatter, broadcast, reduce, alltoall\n"
+            "            (device collectives; -b/-e are total sizes as in nccl-tests, default 8 B .. 16 MiB),\n"
+            "            p2p (2 ranks: channel latencies and put bandwidth from -b to -e),\n"
+            "            bootstrap-allgather, bootstrap-broadcast, bootstrap-barrier (host-side setup traffic)\n"
             "options (nccl-tests meanings):\n"
             "  -b SIZE   smallest size per rank (default 8)      -e SIZE  largest (default 1M)\n"
             "  -f F      multiply size by F (default 2)          -i N     or add N bytes instead\n"
             "  -n N      timed iterations (default 20)           -w N     warm-up iterations (default 5)\n"
             "  -c 0|1    check results (default 1)               -r R     broadcast root (default 0)\n"
             "  -R N      repetitions for medians (p2p, default 7)\n"
+            "  -d TYPE   int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double f8e4m3 f8e5m2\n"
+            "  -o OP     sum prod min max avg                    --algo NAME  force an algorithm\n"
             "  --ranks N fork N local ranks (default: join a launcher-started job)\n"
             "  --backend NAME  GPU backend (host, cuda, hip)\n");
 }
 
 int main(int argc, char **argv)
 {
-    opts_t o = {.min_bytes = 8, .max_bytes = 1 << 20, .factor = 2, .iters = 20, .warmup = 5, .check = 1, .reps = 7};
+    opts_t o = {.min_bytes = 8, .max_bytes = 1 << 20, .factor = 2, .iters = 20, .warmup = 5, .check = 1, .reps = 7,
+                .dtype = WEFT_FLOAT32, .redop = WEFT_SUM};
     weft_comm_config_t cfg = WEFT_COMM_CONFIG_INIT;
     int nranks = 0, c;
+    const char *algo = NULL;
     static const struct option longopts[] = {
         {"ranks", required_argument, NULL, 'R'}, {"backend", required_argument, NULL, 'B'},
+        {"algo", required_argument, NULL, 'A'}, {"json", required_argument, NULL, 'J'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
 
     if (argc < 2) {
@@ -227,6 +243,8 @@ int main(int argc, char **argv)
         switch (c) {
         case 'R': nranks = atoi(optarg); break;
         case 'B': cfg.backend = optarg; break;
+        case 'A': algo = optarg; break;
+        case 'J': o.json = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -237,24 +255,28 @@ int main(int argc, char **argv)
     }
     o.name = argv[optind++];
     if (strcmp(o.name, "bootstrap-allgather") == 0)
-        o.op = OP_ALLGATHER;
+        o.kind = OP_ALLGATHER;
     else if (strcmp(o.name, "bootstrap-broadcast") == 0)
-        o.op = OP_BROADCAST;
+        o.kind = OP_BROADCAST;
     else if (strcmp(o.name, "bootstrap-barrier") == 0)
-        o.op = OP_BARRIER;
+        o.kind = OP_BARRIER;
     else if (strcmp(o.name, "p2p") == 0)
-        o.op = OP_P2P;
+        o.kind = OP_P2P;
     else {
-        for (int i = 0; device_collectives[i]; i++)
-            if (strcmp(o.name, device_collectives[i]) == 0) {
-                fprintf(stderr, "weft-perf: the device collective '%s' is not in this build of weft; "
-                                "available: bootstrap-allgather, bootstrap-broadcast, bootstrap-barrier, p2p\n",
-                        o.name);
-                return 2;
-            }
-        fprintf(stderr, "weft-perf: unknown operation '%s'\n", o.name);
-        usage(stderr);
-        return 2;
+        size_t i;
+        for (i = 0; i < sizeof(device_collectives) / sizeof(device_collectives[0]); i++)
+            if (strcmp(o.name, device_collectives[i].name) == 0)
+                break;
+        if (i == sizeof(device_collectives) / sizeof(device_collectives[0])) {
+            fprintf(stderr, "weft-perf: unknown operation '%s'\n", o.name);
+            usage(stderr);
+            return 2;
+        }
+        o.kind = OP_COLL;
+        o.coll = device_collectives[i].coll;
+        o.name = device_collectives[i].coll == PERF_REDUCE_SCATTER ? "reducescatter" : o.name;
+        o.min_bytes = 8;
+        o.max_bytes = 16u << 20;
     }
     {
         /* Options after the operation: a second pass with it as argv[0]. */
@@ -275,15 +297,30 @@ int main(int argc, char **argv)
         case 'c': o.check = atoi(optarg) != 0; break;
         case 'r': o.root = atoi(optarg); break;
         case 'R': o.reps = atoi(optarg); if (o.reps < 1) goto bad; break;
-        case 'd': case 'o': break; /* data type / op: bytes only for bootstrap operations */
+        case 'd':
+            if ((o.dtype = perf_dtype_from_name(optarg)) < 0)
+                goto bad;
+            break;
+        case 'o':
+            if ((o.redop = perf_op_from_name(optarg)) < 0)
+                goto bad;
+            break;
         default: goto bad;
         }
     }
     if (o.min_bytes > o.max_bytes || nranks < 0 || nranks > 1024 || o.root < 0 ||
         (nranks > 0 && o.root >= nranks))
         goto bad;
-    if (o.op == OP_P2P)
+    if (algo) {
+        /* before any rank reads its parameters */
+        char spec[256];
+        snprintf(spec, sizeof(spec), "%s:%s", o.name, algo);
+        setenv("WEFT_ALGO", spec, 1);
+    }
+    if (o.kind == OP_P2P)
         return tool_run_ranks(nranks, &cfg, p2p_rank, &o, 5000);
+    if (o.kind == OP_COLL)
+        return tool_run_ranks(nranks, &cfg, coll_rank, &o, 5000);
     return tool_run_ranks(nranks, &cfg, bench, &o, 5000);
 bad:
     fprintf(stderr, "weft-perf: invalid option value\n");

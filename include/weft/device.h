@@ -42,7 +42,7 @@
 extern "C" {
 #endif
 __attribute__((visibility("default"))) uint64_t weft_host_clock_ns(void);
-__attribute__((visibility("default"))) void weft_host_yield(void);
+__attribute__((visibility("default"))) void weft_host_yield(unsigned spins);
 #ifdef __cplusplus
 }
 #endif
@@ -156,15 +156,17 @@ WEFT_DEVICE uint64_t weft_clock_ns(void)
 #endif
 }
 
-/* One step of a spin loop. On the host, ranks share few cores: yield. */
-WEFT_DEVICE void weft_spin_pause(void)
+/* One step of a spin loop that has spun @p spins times. On the host,
+ * ranks share few cores: yield, then sleep a little longer each time. */
+WEFT_DEVICE void weft_spin_pause(unsigned spins)
 {
+    (void)spins;
 #if WEFT_ON_GPU
 #if defined(WEFT_CUDA) && __CUDA_ARCH__ >= 700
     __nanosleep(32);
 #endif
 #else
-    weft_host_yield();
+    weft_host_yield(spins);
 #endif
 }
 
@@ -235,7 +237,7 @@ WEFT_DEVICE int weft_wait_geq_u64(weft_dev_ctl_t *ctl, uint64_t *word, uint64_t 
             start = weft_clock_ns();
         else if ((spins & 63) == 0 && weft_dev_give_up(ctl, start, peer, op))
             return 1;
-        weft_spin_pause();
+        weft_spin_pause(spins);
     }
     return 0;
 }
@@ -379,7 +381,7 @@ WEFT_DEVICE int weft_ll16_unpack(void *dst, weft_ll16_t *src, size_t bytes, uint
                 start = weft_clock_ns();
             else if ((spins & 63) == 0 && weft_dev_give_up(ctl, start, peer, WEFT_DEV_OP_PACKET_WAIT))
                 return 1;
-            weft_spin_pause();
+            weft_spin_pause(spins);
         }
         weft_store_tail8((char *)dst, i * 8, bytes, (uint64_t)(uint32_t)lo | (uint64_t)(uint32_t)hi << 32);
     }
@@ -412,7 +414,7 @@ WEFT_DEVICE int weft_ll8_unpack(void *dst, weft_ll8_t *src, size_t bytes, uint32
                 start = weft_clock_ns();
             else if ((spins & 63) == 0 && weft_dev_give_up(ctl, start, peer, WEFT_DEV_OP_PACKET_WAIT))
                 return 1;
-            weft_spin_pause();
+            weft_spin_pause(spins);
         }
         size_t left = bytes - i * 4 < 4 ? bytes - i * 4 : 4;
         for (size_t b = 0; b < left; b++)

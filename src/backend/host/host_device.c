@@ -3,6 +3,7 @@
 #include "weft/device.h"
 
 #include <sched.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 uint64_t weft_host_clock_ns(void)
@@ -12,8 +13,22 @@ uint64_t weft_host_clock_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-void weft_host_yield(void)
+void weft_host_yield(unsigned spins)
 {
-    /* Ranks and their blocks share few cores: give the CPU away. */
-    sched_yield();
+    /* Ranks and their blocks often outnumber the cores, and sched_yield
+     * alone lets a spinning thread keep its core for a whole time slice.
+     * After a burst of yields, sleep, longer the longer we wait
+     * (1 us .. 64 us), so the thread we wait for gets the core. */
+    static __thread int slack_set;
+    if (spins < 256) {
+        sched_yield();
+        return;
+    }
+    if (!slack_set) {
+        prctl(PR_SET_TIMERSLACK, 1000ul, 0, 0, 0); /* 1 us instead of 50 us */
+        slack_set = 1;
+    }
+    unsigned us = spins < 64 ? 1 : spins < 512 ? 8 : 64;
+    struct timespec ts = {0, (long)us * 1000};
+    nanosleep(&ts, NULL);
 }

@@ -40,11 +40,13 @@ struct weft_gpu_stream {
     int stop;
     pthread_t worker;
 
-    /* block pool: pool[i] runs block i + 1 of the current launch */
+    /* block pool: pool[i] runs block i + 1 of the current launch; only
+     * the threads a launch needs are woken, each on its own condition */
     unsigned npool;
     pthread_t *pool;
+    pthread_cond_t *pstart;
     pthread_mutex_t plock;
-    pthread_cond_t pstart, pdone;
+    pthread_cond_t pdone;
     uint64_t gen;
     const op_t *cur;             /* valid only for the blocks it counts */
     unsigned cur_nblocks;        /* blocks of the current launch */
@@ -76,8 +78,8 @@ static void *pool_main(void *arg)
     free(arg);
     pthread_mutex_lock(&s->plock);
     for (;;) {
-        while (!s->pstop && s->gen == seen)
-            pthread_cond_wait(&s->pstart, &s->plock);
+        while (!s->pstop && (s->gen == seen || a.index + 1 >= s->cur_nblocks))
+            pthread_cond_wait(&s->pstart[a.index], &s->plock);
         if (s->pstop)
             break;
         seen = s->gen;
@@ -110,7 +112,8 @@ static void execute(weft_gpu_stream_t *s, const op_t *op)
         s->cur_nblocks = op->nblocks;
         s->pending_blocks = op->nblocks - 1;
         s->gen++;
-        pthread_cond_broadcast(&s->pstart);
+        for (unsigned i = 0; i + 1 < op->nblocks; i++)
+            pthread_cond_signal(&s->pstart[i]);
         pthread_mutex_unlock(&s->plock);
         run_block(op, 0);
         pthread_mutex_lock(&s->plock);
@@ -146,7 +149,8 @@ static void stop_pool(weft_gpu_stream_t *s, unsigned started)
 {
     pthread_mutex_lock(&s->plock);
     s->pstop = 1;
-    pthread_cond_broadcast(&s->pstart);
+    for (unsigned i = 0; i < s->npool; i++)
+        pthread_cond_signal(&s->pstart[i]);
     pthread_mutex_unlock(&s->plock);
     for (unsigned i = 0; i < started; i++)
         pthread_join(s->pool[i], NULL);
@@ -163,12 +167,14 @@ weft_status_t weft_host_stream_create(weft_gpu_ctx_t *ctx, weft_gpu_stream_t **o
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->changed, NULL);
     pthread_mutex_init(&s->plock, NULL);
-    pthread_cond_init(&s->pstart, NULL);
     pthread_cond_init(&s->pdone, NULL);
     s->npool = ctx->max_blocks - 1;
     s->pool = calloc(s->npool ? s->npool : 1, sizeof(*s->pool));
-    if (!s->pool)
+    s->pstart = calloc(s->npool ? s->npool : 1, sizeof(*s->pstart));
+    if (!s->pool || !s->pstart)
         goto err_free;
+    for (unsigned k = 0; k < s->npool; k++)
+        pthread_cond_init(&s->pstart[k], NULL);
     for (i = 0; i < s->npool; i++) {
         pool_arg_t *a = malloc(sizeof(*a));
         if (!a)
@@ -191,6 +197,7 @@ err_pool:
     stop_pool(s, i);
 err_free:
     free(s->pool);
+    free(s->pstart);
     free(s);
     return WEFT_ERR_SYSTEM;
 }
@@ -207,9 +214,11 @@ weft_status_t weft_host_stream_destroy(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *s
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->changed);
     pthread_mutex_destroy(&s->plock);
-    pthread_cond_destroy(&s->pstart);
+    for (unsigned k = 0; k < s->npool; k++)
+        pthread_cond_destroy(&s->pstart[k]);
     pthread_cond_destroy(&s->pdone);
     free(s->pool);
+    free(s->pstart);
     free(s);
     return WEFT_OK;
 }

@@ -1,0 +1,327 @@
+/*
+ * weft-perf's collective sweep, in the shape of nccl-tests: for each size,
+ * out-of-place then in-place, the mean time of -n back-to-back calls after
+ * -w warm-up calls (the slowest rank's), algbw = size / time, busbw =
+ * algbw x the collective's factor, and with -c 1 a separate checked call
+ * compared with an independent reference (#wrong).
+ */
+#include "collref.h"
+#include "perf.h"
+#include "weft.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *const dtype_names[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64", "half",
+                                          "bfloat16", "float", "double", "f8e4m3", "f8e5m2"};
+static const char *const op_names[] = {"sum", "prod", "min", "max", "avg"};
+
+int perf_dtype_from_name(const char *s)
+{
+    static const char *const alt[] = {"i8", "u8", "i32", "u32", "i64", "u64", "f16", "bf16", "f32", "f64", "e4m3", "e5m2"};
+    for (int i = 0; i < WEFT_DTYPE_COUNT; i++)
+        if (strcmp(s, dtype_names[i]) == 0 || strcmp(s, alt[i]) == 0)
+            return i;
+    if (strcmp(s, "int") == 0)
+        return WEFT_INT32;
+    return -1;
+}
+
+int perf_op_from_name(const char *s)
+{
+    for (int i = 0; i < WEFT_REDOP_COUNT; i++)
+        if (strcmp(s, op_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+typedef struct {
+    weft_comm_t *comm;
+    weft_stream_t *stream;
+    const perf_opts_t *o;
+    int rank, nranks;
+    weft_dtype_t t;
+    weft_redop_t op;
+    size_t es;
+    unsigned char *send, *recv;
+} bench_t;
+
+/* Elements per rank ("count") of a call moving @p bytes in total. */
+static uint64_t count_of(const bench_t *b, size_t bytes)
+{
+    uint64_t n = bytes / b->es;
+    switch (b->o->coll) {
+    case PERF_ALLGATHER: case PERF_REDUCE_SCATTER: case PERF_ALLTOALL: return n / (uint64_t)b->nranks;
+    default: return n;
+    }
+}
+
+static double bus_factor(const bench_t *b)
+{
+    double n = b->nranks;
+    switch (b->o->coll) {
+    case PERF_ALLREDUCE: return 2 * (n - 1) / n;
+    case PERF_ALLGATHER: case PERF_REDUCE_SCATTER: case PERF_ALLTOALL: return (n - 1) / n;
+    default: return 1;
+    }
+}
+
+static weft_status_t call(bench_t *b, uint64_t count, int inplace)
+{
+    size_t blk = (size_t)count * b->es;
+    unsigned char *s = b->send, *r = b->recv;
+    switch (b->o->coll) {
+    case PERF_ALLREDUCE:
+        return weft_allreduce(inplace ? r : s, r, count, b->t, b->op, b->comm, b->stream);
+    case PERF_ALLGATHER:
+        return weft_allgather(inplace ? r + (size_t)b->rank * blk : s, r, count, b->t, b->comm, b->stream);
+    case PERF_REDUCE_SCATTER:
+        return weft_reduce_scatter(s, inplace ? s + (size_t)b->rank * blk : r, count, b->t, b->op, b->comm, b->stream);
+    case PERF_BROADCAST:
+        return weft_broadcast(inplace ? r : s, r, count, b->t, b->o->root, b->comm, b->stream);
+    case PERF_REDUCE:
+        return weft_reduce(inplace ? r : s, r, count, b->t, b->op, b->o->root, b->comm, b->stream);
+    case PERF_ALLTOALL:
+        return weft_alltoall(s, r, count, b->t, b->comm, b->stream);
+    }
+    return WEFT_ERR_INVALID_ARGUMENT;
+}
+
+/* Fills the input of a checked call and counts wrong output elements. */
+static long checked_call(bench_t *b, uint64_t count, int inplace, weft_status_t *st)
+{
+    size_t blk = (size_t)count * b->es;
+    uint64_t n = (uint64_t)b->nranks, wrong = 0;
+    unsigned char want[8];
+    unsigned char *in, *out;
+    int root = b->o->root;
+    switch (b->o->coll) {
+    case PERF_ALLGATHER: in = inplace ? b->recv + (size_t)b->rank * blk : b->send; break;
+    case PERF_REDUCE_SCATTER: case PERF_ALLTOALL: in = b->send; break;
+    default: in = inplace ? b->recv : b->send;
+    }
+    uint64_t nin = b->o->coll == PERF_REDUCE_SCATTER || b->o->coll == PERF_ALLTOALL ? n * count : count;
+    for (uint64_t i = 0; i < nin; i++)
+        collref_input(b->t, b->op, b->rank, i, in + i * b->es);
+    if ((*st = call(b, count, inplace)) != WEFT_OK || (*st = weft_stream_synchronize(b->stream)) != WEFT_OK)
+        return -1;
+    out = b->o->coll == PERF_REDUCE_SCATTER && inplace ? b->send + (size_t)b->rank * blk : b->recv;
+    switch (b->o->coll) {
+    case PERF_ALLREDUCE:
+        for (uint64_t i = 0; i < count; i++) {
+            collref_reduced(b->t, b->op, b->nranks, i, want);
+            wrong += memcmp(out + i * b->es, want, b->es) != 0;
+        }
+        break;
+    case PERF_REDUCE:
+        for (uint64_t i = 0; b->rank == root && i < count; i++) {
+            collref_reduced(b->t, b->op, b->nranks, i, want);
+            wrong += memcmp(out + i * b->es, want, b->es) != 0;
+        }
+        break;
+    case PERF_REDUCE_SCATTER:
+        for (uint64_t i = 0; i < count; i++) {
+            collref_reduced(b->t, b->op, b->nranks, (uint64_t)b->rank * count + i, want);
+            wrong += memcmp(out + i * b->es, want, b->es) != 0;
+        }
+        break;
+    case PERF_ALLGATHER:
+        for (uint64_t i = 0; i < n * count; i++) {
+            collref_input(b->t, b->op, (int)(i / count), i % count, want);
+            wrong += memcmp(out + i * b->es, want, b->es) != 0;
+        }
+        break;
+    case PERF_BROADCAST:
+        for (uint64_t i = 0; i < count; i++) {
+            collref_input(b->t, b->op, root, i, want);
+            wrong += memcmp(out + i * b->es, want, b->es) != 0;
+        }
+        break;
+    case PERF_ALLTOALL:
+        for (uint64_t i = 0; i < n * count; i++) {
+            collref_input(b->t, b->op, (int)(i / count), (uint64_t)b->rank * count + i % count, want);
+            wrong += memcmp(out + i * b->es, want, b->es) != 0;
+        }
+        break;
+    }
+    return (long)wrong;
+}
+
+/* Mean time per call over o->iters back-to-back calls, slowest rank. */
+static int timed(bench_t *b, uint64_t count, int inplace, double *us)
+{
+    double t0, mine, *all = malloc(sizeof(double) * (size_t)b->nranks);
+    weft_status_t st = WEFT_OK;
+    if (!all)
+        return 1;
+    for (int i = 0; i < b->o->warmup && st == WEFT_OK; i++)
+        st = call(b, count, inplace);
+    if (st == WEFT_OK)
+        st = weft_stream_synchronize(b->stream);
+    if (st == WEFT_OK)
+        st = weft_bootstrap_barrier(b->comm);
+    t0 = now_us();
+    for (int i = 0; i < b->o->iters && st == WEFT_OK; i++)
+        st = call(b, count, inplace);
+    if (st == WEFT_OK)
+        st = weft_stream_synchronize(b->stream);
+    mine = (now_us() - t0) / b->o->iters;
+    all[b->rank] = mine;
+    if (st == WEFT_OK)
+        st = weft_bootstrap_allgather(b->comm, all, sizeof(double));
+    if (st != WEFT_OK) {
+        fprintf(stderr, "rank %d: %s failed: %s: %s\n", b->rank, b->o->name, weft_status_string(st),
+                weft_get_last_error());
+        free(all);
+        return 1;
+    }
+    *us = 0;
+    for (int r = 0; r < b->nranks; r++)
+        if (all[r] > *us)
+            *us = all[r];
+    free(all);
+    return 0;
+}
+
+int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
+{
+    bench_t b;
+    FILE *json = NULL;
+    size_t alloc;
+    long total_wrong = 0;
+    double bw_sum = 0;
+    int nsizes = 0, rc = 0, show_progress;
+
+    memset(&b, 0, sizeof(b));
+    b.comm = comm;
+    b.o = o;
+    b.t = (weft_dtype_t)o->dtype;
+    b.op = (weft_redop_t)o->redop;
+    b.es = weft_dtype_size(b.t);
+    weft_comm_rank(comm, &b.rank);
+    weft_comm_size(comm, &b.nranks);
+    if (o->root >= b.nranks) {
+        if (b.rank == 0)
+            fprintf(stderr, "weft-perf: root %d out of range for %d ranks\n", o->root, b.nranks);
+        return 2;
+    }
+    alloc = o->max_bytes + 64 * b.es;
+    if (weft_stream_create(comm, &b.stream) != WEFT_OK || weft_mem_alloc(comm, alloc, (void **)&b.send) != WEFT_OK ||
+        weft_mem_alloc(comm, alloc, (void **)&b.recv) != WEFT_OK) {
+        fprintf(stderr, "rank %d: setup failed: %s\n", b.rank, weft_get_last_error());
+        return 3;
+    }
+    show_progress = b.rank == 0 && isatty(STDERR_FILENO);
+    if (b.rank == 0) {
+        const char *backend = "?", *algo = "?";
+        weft_comm_backend(comm, &backend);
+        if (o->json && !(json = fopen(o->json, "w")))
+            fprintf(stderr, "weft-perf: cannot write %s\n", o->json);
+        printf("# weft-perf %s: %d ranks, %s backend, type %s, op %s, root %d, %d iterations (+%d warm-up), check %s\n",
+               o->name, b.nranks, backend, dtype_names[b.t], op_names[b.op], o->root, o->iters, o->warmup,
+               o->check ? "on" : "off");
+        weft_coll_algorithm(comm, o->name, o->min_bytes, &algo);
+        printf("#\n# %10s %12s %8s %6s %5s %10s %8s %8s %6s %10s %8s %8s %6s\n", "", "", "", "", "",
+               "out-of-place", "", "", "", "in-place", "", "", "");
+        printf("# %10s %12s %8s %6s %5s %10s %8s %8s %6s %10s %8s %8s %6s\n", "size", "count", "type", "redop", "root",
+               "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
+        printf("# %10s %12s %8s %6s %5s %10s %8s %8s %6s %10s %8s %8s %6s\n", "(B)", "(elements)", "", "", "", "(us)",
+               "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+        fflush(stdout);
+    }
+    for (size_t bytes = o->min_bytes;;) {
+        uint64_t count = count_of(&b, bytes);
+        size_t size = (size_t)(b.o->coll == PERF_ALLGATHER || b.o->coll == PERF_REDUCE_SCATTER ||
+                                       b.o->coll == PERF_ALLTOALL
+                                   ? count * (uint64_t)b.nranks
+                                   : count) * b.es;
+        double us[2];
+        long wrong[2] = {0, 0};
+        for (int inplace = 0; inplace < 2; inplace++) {
+            if (o->coll == PERF_ALLTOALL && inplace) {
+                us[1] = 0;
+                wrong[1] = -1;
+                continue;
+            }
+            if (timed(&b, count, inplace, &us[inplace])) {
+                rc = 4;
+                goto out;
+            }
+            if (o->check) {
+                weft_status_t st;
+                long w = checked_call(&b, count, inplace, &st);
+                long *all = malloc(sizeof(long) * (size_t)b.nranks);
+                if (w < 0 || !all) {
+                    fprintf(stderr, "rank %d: checked %s failed: %s\n", b.rank, o->name, weft_get_last_error());
+                    free(all);
+                    rc = 4;
+                    goto out;
+                }
+                all[b.rank] = w;
+                weft_bootstrap_allgather(comm, all, sizeof(long));
+                for (int r = 0; r < b.nranks; r++)
+                    wrong[inplace] += all[r];
+                free(all);
+                total_wrong += wrong[inplace];
+            }
+        }
+        if (b.rank == 0) {
+            double alg[2], bus[2];
+            for (int k = 0; k < 2; k++) {
+                alg[k] = us[k] > 0 ? (double)size / us[k] / 1e3 : 0;
+                bus[k] = alg[k] * bus_factor(&b);
+            }
+            if (show_progress)
+                fprintf(stderr, "\r%60s\r", "");
+            printf("  %10zu %12llu %8s %6s %5d %10.2f %8.3f %8.3f %6ld", size, (unsigned long long)count,
+                   dtype_names[b.t], op_names[b.op], o->root, us[0], alg[0], bus[0], o->check ? wrong[0] : -1L);
+            if (wrong[1] == -1 && o->coll == PERF_ALLTOALL)
+                printf(" %10s %8s %8s %6s\n", "n/a", "", "", "");
+            else
+                printf(" %10.2f %8.3f %8.3f %6ld\n", us[1], alg[1], bus[1], o->check ? wrong[1] : -1L);
+            fflush(stdout);
+            if (json)
+                fprintf(json,
+                        "{\"collective\":\"%s\",\"ranks\":%d,\"size\":%zu,\"count\":%llu,\"type\":\"%s\",\"op\":\"%s\","
+                        "\"root\":%d,\"oop_time_us\":%.3f,\"oop_algbw\":%.4f,\"oop_busbw\":%.4f,\"oop_wrong\":%ld,"
+                        "\"ip_time_us\":%.3f,\"ip_algbw\":%.4f,\"ip_busbw\":%.4f,\"ip_wrong\":%ld}\n",
+                        o->name, b.nranks, size, (unsigned long long)count, dtype_names[b.t], op_names[b.op],
+                        o->root, us[0], alg[0], bus[0], wrong[0], us[1], alg[1], bus[1], wrong[1]);
+            bw_sum += bus[0];
+            nsizes++;
+            if (show_progress)
+                fprintf(stderr, "weft-perf: %zu of up to %zu bytes done", size, o->max_bytes);
+        }
+        if (bytes >= o->max_bytes)
+            break;
+        size_t next = o->step > 0 ? bytes + (size_t)o->step : (size_t)((double)bytes * o->factor);
+        bytes = next > bytes ? next : bytes + 1;
+        if (bytes > o->max_bytes)
+            bytes = o->max_bytes;
+    }
+    if (b.rank == 0) {
+        if (show_progress)
+            fprintf(stderr, "\r%60s\r", "");
+        printf("# Out of bounds values : %ld %s\n", total_wrong, total_wrong ? "FAILED" : "OK");
+        printf("# Avg bus bandwidth    : %g\n#\n", nsizes ? bw_sum / nsizes : 0.0);
+    }
+    if (total_wrong)
+        rc = 1;
+out:
+    if (json)
+        fclose(json);
+    weft_mem_free(comm, b.send);
+    weft_mem_free(comm, b.recv);
+    weft_stream_destroy(b.stream);
+    return rc;
+}
