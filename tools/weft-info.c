@@ -1,5 +1,6 @@
 /* weft-info: what this build of weft has, and its parameters (-c). */
 #include "config.h"
+#include "coll.h"
 #include "gpu.h"
 #include "param.h"
 #include "sock.h"
@@ -10,11 +11,25 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: weft-info [-c] [--new-id]\n"
+    fprintf(out, "usage: weft-info [-c] [-a] [--new-id]\n"
                  "  (no option)  build: version, GPU backends, networks, devices\n"
                  "  -c           every parameter with its value, origin and help\n"
+                 "  -a           the collective algorithms\n"
                  "  --new-id     create a unique id and print its text form (for launchers:\n"
                  "               export it as WEFT_UNIQUE_ID with WEFT_ROOT=host:port)\n");
+}
+
+static void print_algo(const char *coll, const char *name, const char *help, void *arg)
+{
+    (void)arg;
+    printf("  %-14s %-8s %s\n", coll, name, help);
+}
+
+static int print_algorithms(void)
+{
+    printf("collective algorithms, in order of preference (WEFT_ALGO=collective:name forces one):\n");
+    weft_coll_list_algorithms(print_algo, NULL);
+    return 0;
 }
 
 static int print_params(void)
@@ -87,6 +102,8 @@ int main(int argc, char **argv)
         return print_build();
     if (argc == 2 && strcmp(argv[1], "-c") == 0)
         return print_params();
+    if (argc == 2 && strcmp(argv[1], "-a") == 0)
+        return print_algorithms();
     if (argc == 2 && strcmp(argv[1], "--new-id") == 0) {
         weft_unique_id_t id;
         char text[WEFT_UNIQUE_ID_TEXT_BYTES];

@@ -24,7 +24,7 @@ int main(void)
 {
     static char out[65536];
     char cmd[1024];
-    plan(10);
+    plan(16);
     snprintf(cmd, sizeof(cmd), "%s/tools/weft-info", TOP_BUILDDIR);
     is_int(0, run(cmd, out, sizeof(out)), "weft-info runs");
     ok(strstr(out, "GPU backends: host") && strstr(out, "networks: ethernet"), "and shows backends and networks");
@@ -44,5 +44,27 @@ int main(void)
     is_int(0, run(cmd, out, sizeof(out)), "weft-perf --ranks 2 p2p runs");
     ok(strstr(out, "memory channel signal/wait") && strstr(out, "port channel put+signal") && strstr(out, "65536"),
        "and reports channel latencies and put bandwidth up to 64 KiB");
+    snprintf(cmd, sizeof(cmd), "%s/tools/weft-perf --ranks 4 allreduce -b 8 -e 1M -f 16 -n 3 -w 1 2>&1", TOP_BUILDDIR);
+    is_int(0, run(cmd, out, sizeof(out)), "weft-perf --ranks 4 allreduce runs");
+    ok(strstr(out, "out-of-place") && strstr(out, "1048576") && strstr(out, "Out of bounds values : 0 OK"),
+       "and prints nccl-tests' table, checked, up to 1 MiB");
+    snprintf(cmd, sizeof(cmd),
+             "%s/tools/weft-perf --ranks 3 --algo packet allreduce -d bfloat16 -o max -b 2 -e 4K -f 4 -n 2 -w 1 2>&1",
+             TOP_BUILDDIR);
+    is_int(0, run(cmd, out, sizeof(out)), "a forced algorithm, another type and op");
+    for (const char *const *c = (const char *const[]){"allgather", "reducescatter", "broadcast", "reduce", "alltoall", NULL};
+         *c; c++) {
+        snprintf(cmd, sizeof(cmd), "%s/tools/weft-perf --ranks 3 %s -d int8 -b 3 -e 3K -f 32 -n 2 -w 1 -r 2 2>&1 | "
+                 "grep -q 'Out of bounds values : 0 OK'", TOP_BUILDDIR, *c);
+        if (run(cmd, out, sizeof(out)) != 0) {
+            ok(0, "weft-perf %s is checked correct", *c);
+            goto rest;
+        }
+    }
+    ok(1, "weft-perf allgather, reducescatter, broadcast, reduce and alltoall are checked correct");
+rest:
+    snprintf(cmd, sizeof(cmd), "%s/tools/weft-info -a", TOP_BUILDDIR);
+    is_int(0, run(cmd, out, sizeof(out)), "weft-info -a runs");
+    ok(strstr(out, "allreduce") && strstr(out, "packet") && strstr(out, "rsag"), "and lists the algorithms");
     return test_done();
 }

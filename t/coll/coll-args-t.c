@@ -1,0 +1,115 @@
+/* Collectives refuse bad input before anything is queued, and a
+ * communicator keeps working afterwards; with WEFT_CHECK_ARGS=1 a count
+ * that differs across ranks is found and the rank named; after abort,
+ * calls fail with WEFT_ERR_ABORTED. */
+#include "tap/basic.h"
+#include "tap/job.h"
+#include "tap/ranks.h"
+#include "weft.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static weft_unique_id_t id;
+
+#define EXPECT(call, want, what)                                                                                   \
+    do {                                                                                                           \
+        weft_status_t st_ = (call);                                                                                \
+        if (st_ != (want))                                                                                         \
+            fails += rank_fail("%s: got %s", what, weft_status_string(st_));                                       \
+    } while (0)
+
+static int bad_input(int rank, int nranks, void *arg)
+{
+    weft_comm_t *comm, *other = NULL;
+    weft_stream_t *s;
+    float buf[64], res[64];
+    int fails = 0;
+    (void)arg;
+    if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, NULL, &comm) != WEFT_OK ||
+        weft_stream_create(comm, &s) != WEFT_OK)
+        return rank_fail("init: %s", weft_get_last_error());
+    const weft_status_t INV = WEFT_ERR_INVALID_ARGUMENT;
+    EXPECT(weft_allreduce(NULL, res, 4, WEFT_FLOAT32, WEFT_SUM, comm, s), INV, "NULL send buffer");
+    EXPECT(weft_allreduce(buf, NULL, 4, WEFT_FLOAT32, WEFT_SUM, comm, s), INV, "NULL receive buffer");
+    EXPECT(weft_allreduce(buf, res, 4, (weft_dtype_t)99, WEFT_SUM, comm, s), INV, "unknown type");
+    EXPECT(weft_allreduce(buf, res, 4, WEFT_FLOAT32, (weft_redop_t)42, comm, s), INV, "unknown op");
+    EXPECT(weft_allreduce(buf, res, SIZE_MAX / 2, WEFT_FLOAT32, WEFT_SUM, comm, s), INV, "count x size overflow");
+    EXPECT(weft_allgather(buf, res, SIZE_MAX / 8, WEFT_FLOAT64, comm, s), INV, "count x size x ranks overflow");
+    EXPECT(weft_broadcast(buf, res, 4, WEFT_FLOAT32, nranks, comm, s), INV, "root out of range");
+    EXPECT(weft_reduce(buf, res, 4, WEFT_FLOAT32, WEFT_SUM, -1, comm, s), INV, "negative root");
+    EXPECT(weft_allreduce(buf, res, 4, WEFT_FLOAT32, WEFT_SUM, NULL, s), INV, "NULL communicator");
+    EXPECT(weft_allreduce(buf, res, 4, WEFT_FLOAT32, WEFT_SUM, comm, NULL), INV, "NULL stream");
+    EXPECT(weft_allreduce(NULL, NULL, 0, WEFT_FLOAT32, WEFT_SUM, comm, s), WEFT_OK, "count 0 with NULL buffers");
+    /* still usable, with correct results */
+    for (int i = 0; i < 64; i++)
+        buf[i] = (float)(rank + i);
+    EXPECT(weft_allreduce(buf, res, 64, WEFT_FLOAT32, WEFT_SUM, comm, s), WEFT_OK, "allreduce after refusals");
+    EXPECT(weft_stream_synchronize(s), WEFT_OK, "synchronize");
+    for (int i = 0; i < 64; i++)
+        if (res[i] != (float)(nranks * i + nranks * (nranks - 1) / 2)) {
+            fails += rank_fail("element %d is %g after the refusals", i, res[i]);
+            break;
+        }
+    (void)other;
+    weft_stream_destroy(s);
+    weft_comm_destroy(comm);
+    return fails;
+}
+
+static int mismatched(int rank, int nranks, void *arg)
+{
+    weft_comm_t *comm;
+    weft_stream_t *s;
+    float buf[64] = {0}, res[64];
+    int fails = 0;
+    (void)arg;
+    if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, NULL, &comm) != WEFT_OK ||
+        weft_stream_create(comm, &s) != WEFT_OK)
+        return rank_fail("init: %s", weft_get_last_error());
+    /* rank 2 asks for a different count */
+    weft_status_t st = weft_allreduce(buf, res, rank == 2 ? 33 : 32, WEFT_FLOAT32, WEFT_SUM, comm, s);
+    if (st != WEFT_ERR_INVALID_ARGUMENT)
+        fails += rank_fail("mismatched counts gave %s", weft_status_string(st));
+    else if (!strstr(weft_get_last_error(), "rank 2"))
+        fails += rank_fail("the error does not name rank 2: %s", weft_get_last_error());
+    /* and matching calls still work */
+    st = weft_allreduce(buf, res, 32, WEFT_FLOAT32, WEFT_SUM, comm, s);
+    if (st == WEFT_OK)
+        st = weft_stream_synchronize(s);
+    if (st != WEFT_OK)
+        fails += rank_fail("a matching call after the mismatch: %s", weft_get_last_error());
+    weft_stream_destroy(s);
+    weft_comm_destroy(comm);
+    return fails;
+}
+
+static int after_abort(int rank, int nranks, void *arg)
+{
+    weft_comm_t *comm;
+    weft_stream_t *s;
+    float buf[4] = {0}, res[4];
+    int fails = 0;
+    (void)arg;
+    if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, NULL, &comm) != WEFT_OK ||
+        weft_stream_create(comm, &s) != WEFT_OK)
+        return rank_fail("init: %s", weft_get_last_error());
+    weft_comm_abort(comm);
+    EXPECT(weft_allreduce(buf, res, 4, WEFT_FLOAT32, WEFT_SUM, comm, s), WEFT_ERR_ABORTED, "allreduce after abort");
+    EXPECT(weft_barrier(comm, s), WEFT_ERR_ABORTED, "barrier after abort");
+    weft_stream_destroy(s);
+    weft_comm_destroy(comm);
+    return fails;
+}
+
+int main(void)
+{
+    plan(3);
+    setenv("WEFT_CHECK_ARGS", "1", 1);
+    ok(run_ranks(2, 30000, bad_input, NULL, NULL),
+       "NULL buffers, unknown types and ops, overflows, bad roots: refused, nothing queued, still usable");
+    ok(run_ranks(3, 30000, mismatched, NULL, NULL), "WEFT_CHECK_ARGS=1: a mismatched count is refused naming the rank");
+    ok(run_ranks(2, 30000, after_abort, NULL, NULL), "calls after abort fail with WEFT_ERR_ABORTED");
+    return test_done();
+}
