@@ -1,0 +1,85 @@
+/* The cuda backend on a real GPU: device memory, IPC between processes,
+ * streams and copies, and its capability bits. Skips where no GPU is
+ * visible; with WEFT_TEST_STRICT=1 a missing GPU is a failure. */
+#include "tap/basic.h"
+#include "tap/job.h"
+#include "tap/ranks.h"
+#include "gpu.h"
+#include "comm.h"
+#include "weft.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static weft_unique_id_t id;
+
+static int rank_main(int rank, int nranks, void *arg)
+{
+    weft_comm_config_t cfg = WEFT_COMM_CONFIG_INIT;
+    weft_comm_t *comm;
+    weft_mem_t *mine, *theirs = NULL;
+    weft_mem_handle_t h[2];
+    weft_stream_t *s;
+    const size_t bytes = (8u << 20) + 12;
+    unsigned char *dev, *host = malloc(bytes), *back = malloc(bytes);
+    void *peer = NULL;
+    int fails = 0, peer_rank = 1 - rank;
+    (void)arg;
+    cfg.backend = "cuda";
+    cfg.device = 0; /* every rank on the first GPU (several processes per GPU) */
+    if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, &cfg, &comm) != WEFT_OK)
+        return rank_fail("init on cuda: %s", weft_get_last_error());
+    if (weft_stream_create(comm, &s) != WEFT_OK || weft_mem_alloc(comm, bytes, (void **)&dev) != WEFT_OK ||
+        weft_mem_register(comm, dev, bytes, WEFT_TRANSPORT_IPC, &mine) != WEFT_OK ||
+        weft_mem_serialize(mine, &h[rank]) != WEFT_OK)
+        return rank_fail("device memory: %s", weft_get_last_error());
+    for (size_t i = 0; i < bytes; i++)
+        host[i] = (unsigned char)(i * 7 + (size_t)rank * 91);
+    /* host -> own device memory */
+    if (comm->gpu->memcpy_async(comm->gctx, dev, host, bytes, s->s) != WEFT_OK || weft_stream_synchronize(s) != WEFT_OK)
+        return rank_fail("copy to the device: %s", weft_get_last_error());
+    rank_step("exchange handles");
+    if (weft_bootstrap_allgather(comm, h, sizeof(h[0])) != WEFT_OK ||
+        weft_mem_deserialize(comm, &h[peer_rank], &theirs) != WEFT_OK || weft_mem_ptr(theirs, &peer) != WEFT_OK)
+        return rank_fail("import of the peer's memory: %s", weft_get_last_error());
+    /* the peer's device memory, mapped here -> host */
+    memset(back, 0, bytes);
+    if (comm->gpu->memcpy_async(comm->gctx, back, peer, bytes, s->s) != WEFT_OK || weft_stream_synchronize(s) != WEFT_OK)
+        return rank_fail("copy from the peer's memory: %s", weft_get_last_error());
+    for (size_t i = 0; i < bytes; i++)
+        if (back[i] != (unsigned char)(i * 7 + (size_t)peer_rank * 91)) {
+            fails += rank_fail("byte %zu of rank %d's memory read through IPC is wrong", i, peer_rank);
+            break;
+        }
+    if (!(comm->caps & WEFT_CAP_IPC) || (comm->caps & WEFT_CAP_MULTICAST))
+        fails += rank_fail("capabilities %#llx: IPC expected, multicast never by default", (unsigned long long)comm->caps);
+    weft_bootstrap_barrier(comm);
+    weft_mem_deregister(theirs);
+    weft_bootstrap_barrier(comm);
+    weft_mem_deregister(mine);
+    weft_mem_free(comm, dev);
+    weft_stream_destroy(s);
+    weft_comm_destroy(comm);
+    free(host);
+    free(back);
+    return fails;
+}
+
+int main(void)
+{
+    const weft_gpu_ops_t *ops = weft_gpu_find("cuda");
+    int n = 0;
+    const char *strict = getenv("WEFT_TEST_STRICT");
+    if (!ops || ops->device_count(&n) != WEFT_OK || n < 1) {
+        if (strict && strcmp(strict, "1") == 0) {
+            plan(1);
+            ok(0, "a CUDA GPU is visible (WEFT_TEST_STRICT=1): %s", ops ? weft_get_last_error() : "cuda backend not built");
+            return test_done();
+        }
+        skip_all("no CUDA GPU here (%s)", ops ? "no device" : "cuda backend not built");
+    }
+    plan(1);
+    ok(run_ranks(2, 120000, rank_main, NULL, NULL),
+       "2 processes on one GPU: device memory, IPC import, stream copies through the peer's mapping");
+    return test_done();
+}
