@@ -20,23 +20,29 @@ static inline double collref_value(int q, uint64_t i, weft_redop_t op)
     return (double)((int64_t)((i * 13 + (uint64_t)q * 5) % 7) - 3); /* -3 .. 3 */
 }
 
+/* Stores v as type t at p, which may be unaligned (test buffers are). */
 static inline void collref_store(weft_dtype_t t, void *p, double v)
 {
+    union {
+        int8_t i8; uint8_t u8; int32_t i32; uint32_t u32; int64_t i64; uint64_t u64;
+        float f32; double f64; uint16_t u16;
+    } x;
     switch (t) {
-    case WEFT_INT8: *(int8_t *)p = (int8_t)v; break;
-    case WEFT_UINT8: *(uint8_t *)p = (uint8_t)(int)(v < 0 ? v + 8 : v); break;
-    case WEFT_INT32: *(int32_t *)p = (int32_t)v; break;
-    case WEFT_UINT32: *(uint32_t *)p = (uint32_t)(v < 0 ? v + 8 : v); break;
-    case WEFT_INT64: *(int64_t *)p = (int64_t)v; break;
-    case WEFT_UINT64: *(uint64_t *)p = (uint64_t)(v < 0 ? v + 8 : v); break;
-    case WEFT_FLOAT32: *(float *)p = (float)v; break;
-    case WEFT_FLOAT64: *(double *)p = v; break;
-    case WEFT_FLOAT16: *(weft_f16_t *)p = weft_f32_to_f16((float)v); break;
-    case WEFT_BFLOAT16: *(weft_bf16_t *)p = weft_f32_to_bf16((float)v); break;
-    case WEFT_FP8_E4M3: *(uint8_t *)p = weft_f32_to_e4m3((float)v); break;
-    case WEFT_FP8_E5M2: *(uint8_t *)p = weft_f32_to_e5m2((float)v); break;
-    default: break;
+    case WEFT_INT8: x.i8 = (int8_t)v; break;
+    case WEFT_UINT8: x.u8 = (uint8_t)(int)(v < 0 ? v + 8 : v); break;
+    case WEFT_INT32: x.i32 = (int32_t)v; break;
+    case WEFT_UINT32: x.u32 = (uint32_t)(v < 0 ? v + 8 : v); break;
+    case WEFT_INT64: x.i64 = (int64_t)v; break;
+    case WEFT_UINT64: x.u64 = (uint64_t)(v < 0 ? v + 8 : v); break;
+    case WEFT_FLOAT32: x.f32 = (float)v; break;
+    case WEFT_FLOAT64: x.f64 = v; break;
+    case WEFT_FLOAT16: x.u16 = weft_f32_to_f16((float)v); break;
+    case WEFT_BFLOAT16: x.u16 = weft_f32_to_bf16((float)v); break;
+    case WEFT_FP8_E4M3: x.u8 = weft_f32_to_e4m3((float)v); break;
+    case WEFT_FP8_E5M2: x.u8 = weft_f32_to_e5m2((float)v); break;
+    default: return;
     }
+    memcpy(p, &x, weft_dtype_size(t));
 }
 
 /* The input of rank q at element i (as stored in a buffer of type t). */
@@ -48,14 +54,15 @@ static inline void collref_input(weft_dtype_t t, weft_redop_t op, int q, uint64_
 /* The reduction over nranks ranks of element i, into p. */
 static inline void collref_reduced(weft_dtype_t t, weft_redop_t op, int nranks, uint64_t i, void *p)
 {
-    unsigned char in[8];
-    collref_input(t, op, 0, i, p);
+    uint64_t acc = 0, in = 0; /* aligned for any element type */
+    collref_input(t, op, 0, i, &acc);
     for (int q = 1; q < nranks; q++) {
-        collref_input(t, op, q, i, in);
-        weft_reduce_elem(t, op, p, in);
+        collref_input(t, op, q, i, &in);
+        weft_reduce_elem(t, op, &acc, &in);
     }
     if (op == WEFT_AVG)
-        weft_scale_elem(t, p, nranks);
+        weft_scale_elem(t, &acc, nranks);
+    memcpy(p, &acc, weft_dtype_size(t));
 }
 
 #endif
