@@ -469,6 +469,22 @@ WEFT_DEVICE int weft_sema_wait(weft_sema_dev_t *s)
     return weft_wait_geq_u64(s->ctl, s->inbound, exp, s->peer, WEFT_DEV_OP_SEMA_WAIT);
 }
 
+/* Relaxed wait: orders nothing after it; for pure flow control. */
+WEFT_DEVICE int weft_sema_relaxed_wait(weft_sema_dev_t *s)
+{
+    uint64_t exp = *s->expected + 1, start = 0;
+    unsigned spins = 0;
+    *s->expected = exp;
+    while (weft_load_relaxed_u64(s->inbound) < exp) {
+        if (spins++ == 0)
+            start = weft_clock_ns();
+        else if ((spins & 63) == 0 && weft_dev_give_up(s->ctl, start, s->peer, WEFT_DEV_OP_SEMA_WAIT))
+            return 1;
+        weft_spin_pause(spins);
+    }
+    return 0;
+}
+
 /* Has a signal arrived that nobody waited for yet? (non-blocking) */
 WEFT_DEVICE int weft_sema_poll(weft_sema_dev_t *s)
 {
@@ -510,6 +526,7 @@ WEFT_DEVICE void weft_mc_get(weft_memory_channel_dev_t *c, size_t dst_off, size_
 WEFT_DEVICE void weft_mc_signal(weft_memory_channel_dev_t *c) { weft_sema_signal(&c->sema); }
 WEFT_DEVICE void weft_mc_relaxed_signal(weft_memory_channel_dev_t *c) { weft_sema_relaxed_signal(&c->sema); }
 WEFT_DEVICE int weft_mc_wait(weft_memory_channel_dev_t *c) { return weft_sema_wait(&c->sema); }
+WEFT_DEVICE int weft_mc_relaxed_wait(weft_memory_channel_dev_t *c) { return weft_sema_relaxed_wait(&c->sema); }
 
 /* LL16/LL8 packets of src[src_off..+bytes) into the peer's dst at byte
  * offset dst_off (a multiple of the packet size). */

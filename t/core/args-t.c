@@ -21,7 +21,7 @@ int main(void)
     const char *name;
     size_t sz;
 
-    plan(52);
+    plan(66);
     weft_get_unique_id(&id);
     INVAL(weft_comm_init(NULL, 1, 0, NULL, &comm), "comm_init: NULL id");
     INVAL(weft_comm_init(&id, 0, 0, NULL, &comm), "comm_init: nranks 0");
@@ -84,6 +84,30 @@ int main(void)
     INVAL(weft_mem_ptr(NULL, &p), "mem_ptr: NULL mem");
     INVAL(weft_mem_size(NULL, &sz), "mem_size: NULL mem");
 
+    {
+        weft_connection_t *conn = NULL;
+        weft_semaphore_t *sema = NULL;
+        weft_memory_channel_t *mc = NULL;
+        weft_proxy_t *proxy = NULL;
+        weft_stream_t *stream = NULL;
+        weft_sema_dev_t sd;
+        uint32_t idv;
+        INVAL(weft_connection_create(comm, 1, WEFT_TRANSPORT_IPC, &conn), "connection_create: peer out of range");
+        INVAL(weft_connection_create(comm, 0, 0, &conn), "connection_create: no transport");
+        INVAL(weft_connection_create(NULL, 0, WEFT_TRANSPORT_IPC, &conn), "connection_create: NULL comm");
+        INVAL(weft_semaphore_create(NULL, &sema), "semaphore_create: NULL connection");
+        INVAL(weft_semaphore_device_handle(NULL, &sd), "semaphore_device_handle: NULL");
+        INVAL(weft_semaphore_wait_host(NULL, 10), "semaphore_wait_host: NULL");
+        INVAL(weft_memory_channel_create(NULL, NULL, NULL, NULL, &mc), "memory_channel_create: NULLs");
+        INVAL(weft_proxy_create(comm, 3, &proxy), "proxy_create: FIFO size not a power of two");
+        INVAL(weft_proxy_add_memory(NULL, NULL, &idv), "proxy_add_memory: NULL");
+        INVAL(weft_port_channel_device_handle(NULL, 0, 0, 0, NULL), "port_channel_device_handle: NULL");
+        INVAL(weft_stream_create(comm, NULL), "stream_create: NULL output");
+        INVAL(weft_launch_builtin(NULL, "p2p_mc_pingpong", 1, 1, NULL, 0), "launch_builtin: NULL stream");
+        INVAL(weft_switch_channel_create(comm, 0, NULL), "switch_channel_create: zero bytes");
+        ok(conn == NULL && sema == NULL && mc == NULL && proxy == NULL && stream == NULL,
+           "refused constructors return nothing");
+    }
     /* after all that, the communicator still works */
     is_int(WEFT_OK, weft_bootstrap_allgather(comm, &v, sizeof(v)), "the communicator still works");
     weft_comm_get_async_error(comm, &err);

@@ -30,6 +30,7 @@ __global__ void weft_compile_all(all_args a)
         if (weft_mc_wait(&a.mc))
             return;
         weft_sema_poll(&a.sema);
+        weft_mc_relaxed_wait(&a.mc);
     }
     weft_mc_put_packets16(&a.mc, 0, 0, a.bytes, a.flag, tid, nt);
     weft_mc_unpack_packets16(&a.mc, 0, 0, a.bytes, a.flag, tid, nt);
