@@ -329,6 +329,8 @@ WEFT_API weft_status_t weft_stream_destroy(weft_stream_t *stream);
 /** Waits for the queued work, then reports device errors as
  * weft_comm_check_device does. */
 WEFT_API weft_status_t weft_stream_synchronize(weft_stream_t *stream);
+/** Queues a copy between any host or device memory of the backend. */
+WEFT_API weft_status_t weft_memcpy(weft_stream_t *stream, void *dst, const void *src, size_t bytes);
 /**
  * Queues built-in kernel @p name (src/kernels/) with a copy of @p args,
  * whose size must match the kernel's argument struct.

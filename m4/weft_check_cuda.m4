@@ -24,7 +24,7 @@ AC_DEFUN([WEFT_CHECK_CUDA], [
      AS_IF([test -z "$weft_have_cuda" && test "x$with_cuda" != xauto],
        [AC_MSG_ERROR([--with-cuda was given but the CUDA toolkit (nvcc, cuda_runtime_api.h, libcudart) was not found under $weft_cuda_dir])])])
   AS_IF([test "x$weft_have_cuda" = xyes],
-    [WEFT_CUDA_LIBS="-lcudart"
+    [WEFT_CUDA_LIBS="-lcudart -lstdc++"
      AC_DEFINE([WEFT_HAVE_CUDA], [1], [the cuda backend is built])],
     [WEFT_CUDA_CPPFLAGS=; WEFT_CUDA_LDFLAGS=])
   AC_SUBST([WEFT_CUDA_CPPFLAGS]) AC_SUBST([WEFT_CUDA_LDFLAGS]) AC_SUBST([WEFT_CUDA_LIBS])

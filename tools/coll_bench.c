@@ -53,7 +53,8 @@ typedef struct {
     weft_dtype_t t;
     weft_redop_t op;
     size_t es;
-    unsigned char *send, *recv;
+    unsigned char *send, *recv; /* device memory */
+    unsigned char *hsend, *hrecv; /* host staging for checks */
 } bench_t;
 
 /* Elements per rank ("count") of a call moving @p bytes in total. */
@@ -103,7 +104,7 @@ static long checked_call(bench_t *b, uint64_t count, int inplace, weft_status_t 
     size_t blk = (size_t)count * b->es;
     uint64_t n = (uint64_t)b->nranks, wrong = 0;
     unsigned char want[8];
-    unsigned char *in, *out;
+    unsigned char *in, *out, *dout;
     int root = b->o->root;
     switch (b->o->coll) {
     case PERF_ALLGATHER: in = inplace ? b->recv + (size_t)b->rank * blk : b->send; break;
@@ -111,11 +112,17 @@ static long checked_call(bench_t *b, uint64_t count, int inplace, weft_status_t 
     default: in = inplace ? b->recv : b->send;
     }
     uint64_t nin = b->o->coll == PERF_REDUCE_SCATTER || b->o->coll == PERF_ALLTOALL ? n * count : count;
+    uint64_t nout = b->o->coll == PERF_ALLGATHER || b->o->coll == PERF_ALLTOALL ? n * count : count;
+    /* inputs are made on the host and copied in; results copied out */
     for (uint64_t i = 0; i < nin; i++)
-        collref_input(b->t, b->op, b->rank, i, in + i * b->es);
-    if ((*st = call(b, count, inplace)) != WEFT_OK || (*st = weft_stream_synchronize(b->stream)) != WEFT_OK)
+        collref_input(b->t, b->op, b->rank, i, b->hsend + i * b->es);
+    dout = b->o->coll == PERF_REDUCE_SCATTER && inplace ? b->send + (size_t)b->rank * blk : b->recv;
+    if ((*st = weft_memcpy(b->stream, in, b->hsend, nin * b->es)) != WEFT_OK ||
+        (*st = call(b, count, inplace)) != WEFT_OK ||
+        (*st = weft_memcpy(b->stream, b->hrecv, dout, nout * b->es)) != WEFT_OK ||
+        (*st = weft_stream_synchronize(b->stream)) != WEFT_OK)
         return -1;
-    out = b->o->coll == PERF_REDUCE_SCATTER && inplace ? b->send + (size_t)b->rank * blk : b->recv;
+    out = b->hrecv;
     switch (b->o->coll) {
     case PERF_ALLREDUCE:
         for (uint64_t i = 0; i < count; i++) {
@@ -216,7 +223,10 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
         return 2;
     }
     alloc = o->max_bytes + 64 * b.es;
-    if (weft_stream_create(comm, &b.stream) != WEFT_OK || weft_mem_alloc(comm, alloc, (void **)&b.send) != WEFT_OK ||
+    b.hsend = malloc(alloc);
+    b.hrecv = malloc(alloc);
+    if (!b.hsend || !b.hrecv || weft_stream_create(comm, &b.stream) != WEFT_OK ||
+        weft_mem_alloc(comm, alloc, (void **)&b.send) != WEFT_OK ||
         weft_mem_alloc(comm, alloc, (void **)&b.recv) != WEFT_OK) {
         fprintf(stderr, "rank %d: setup failed: %s\n", b.rank, weft_get_last_error());
         return 3;
@@ -323,5 +333,7 @@ out:
     weft_mem_free(comm, b.send);
     weft_mem_free(comm, b.recv);
     weft_stream_destroy(b.stream);
+    free(b.hsend);
+    free(b.hrecv);
     return rc;
 }

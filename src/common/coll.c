@@ -370,7 +370,8 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
     l.name = k->name;
     l.host_fn = k->host_fn;
     l.nblocks = 1;
-    l.nthreads = 1;
+    /* host backend: a block is one CPU thread; GPUs: a block of threads */
+    l.nthreads = (comm->caps & WEFT_CAP_CPU_ACCESS) ? 1 : 512;
     l.args = &a;
     l.args_size = sizeof(a);
     weft_debug(WEFT_SUB_COLL, "%s of %zu bytes: %s", weft_coll_name(c->coll), bytes, algo->name);

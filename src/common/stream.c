@@ -49,6 +49,15 @@ weft_status_t weft_stream_synchronize(weft_stream_t *st)
     return weft_comm_check_device(st->comm);
 }
 
+weft_status_t weft_memcpy(weft_stream_t *st, void *dst, const void *src, size_t bytes)
+{
+    if (!st || (bytes && (!dst || !src)))
+        return WEFT_ERR_INVALID_ARGUMENT;
+    if (bytes == 0)
+        return WEFT_OK;
+    return st->comm->gpu->memcpy_async(st->comm->gctx, dst, src, bytes, st->s);
+}
+
 weft_status_t weft_launch_builtin(weft_stream_t *st, const char *name, unsigned nblocks, unsigned nthreads,
                                   const void *args, size_t args_size)
 {

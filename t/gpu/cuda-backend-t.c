@@ -23,7 +23,7 @@ static int rank_main(int rank, int nranks, void *arg)
     weft_mem_t *mine, *theirs = NULL;
     weft_mem_handle_t h[2];
     weft_stream_t *s;
-    const size_t bytes = (8u << 20) + 12;
+    const size_t bytes = (16u << 20) + 12;
     unsigned char *dev, *host = malloc(bytes), *back = malloc(bytes);
     void *peer = NULL;
     int fails = 0, peer_rank = 1 - rank;
@@ -54,6 +54,33 @@ static int rank_main(int rank, int nranks, void *arg)
             fails += rank_fail("byte %zu of rank %d's memory read through IPC is wrong", i, peer_rank);
             break;
         }
+    /* the portable collective kernels on the GPU: allreduce by packets
+     * (small) and by reduce-scatter + allgather (large) */
+    {
+        static const size_t counts[] = {1, 1000, 3u << 20};
+        for (size_t c = 0; c < 3 && !fails; c++) {
+            size_t n = counts[c];
+            float *hb = malloc(n * sizeof(float)), *d = (float *)dev;
+            for (size_t i = 0; i < n; i++)
+                hb[i] = (float)(rank + 1) * (float)(i % 1000);
+            rank_step("allreduce of %zu floats on the GPU", n);
+            weft_status_t st = weft_memcpy(s, d, hb, n * sizeof(float));
+            if (st == WEFT_OK)
+                st = weft_allreduce(d, d, n, WEFT_FLOAT32, WEFT_SUM, comm, s);
+            if (st == WEFT_OK)
+                st = weft_memcpy(s, hb, d, n * sizeof(float));
+            if (st == WEFT_OK)
+                st = weft_stream_synchronize(s);
+            if (st != WEFT_OK)
+                fails += rank_fail("allreduce of %zu floats: %s", n, weft_get_last_error());
+            for (size_t i = 0; i < n && st == WEFT_OK; i++)
+                if (hb[i] != 3.0f * (float)(i % 1000)) {
+                    fails += rank_fail("allreduce of %zu floats: element %zu is %g", n, i, hb[i]);
+                    break;
+                }
+            free(hb);
+        }
+    }
     if (!(comm->caps & WEFT_CAP_IPC) || (comm->caps & WEFT_CAP_MULTICAST))
         fails += rank_fail("capabilities %#llx: IPC expected, multicast never by default", (unsigned long long)comm->caps);
     weft_bootstrap_barrier(comm);
@@ -97,6 +124,7 @@ int main(void)
     }
     plan(1);
     ok(run_ranks(2, 120000, rank_main, NULL, NULL),
-       "2 processes on one GPU: device memory, IPC import, stream copies through the peer's mapping");
+       "2 processes on one GPU: device memory, IPC import, stream copies through the peer's mapping, "
+       "allreduce kernels");
     return test_done();
 }

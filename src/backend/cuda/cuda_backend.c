@@ -4,9 +4,10 @@
  * over HIP: the two runtimes' APIs used here differ only in prefix).
  *
  * Memory: cudaMalloc with legacy IPC handles (the blob carries the
- * cudaIpcMemHandle_t); host-mapped memory from cudaHostAlloc. Kernel
- * launches of the portable bodies and the cuMem VMM / fd-based path come
- * with the kernels (launch answers WEFT_ERR_UNSUPPORTED until then).
+ * cudaIpcMemHandle_t); host-mapped memory from cudaHostAlloc. Launches run
+ * the portable bodies instantiated in cuda_kernels.cu (CUDA only so far:
+ * the hip build answers WEFT_ERR_UNSUPPORTED). The cuMem VMM / fd-based
+ * memory path is not written yet.
  */
 #include "config.h"
 #include "gpu.h"
@@ -249,7 +250,7 @@ static weft_status_t rt_stream_destroy(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *s
 
 static weft_status_t rt_stream_sync(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *stream)
 {
-    (void)ctx;
+    RT(SetDevice)(ctx->device);
     return rt_check(RT(StreamSynchronize)((rtStream_t)stream), "stream synchronize");
 }
 
@@ -288,9 +289,41 @@ static weft_status_t rt_event_query(weft_gpu_ctx_t *ctx, weft_gpu_event_t *event
 static weft_status_t rt_memcpy_async(weft_gpu_ctx_t *ctx, void *dst, const void *src, size_t bytes,
                                      weft_gpu_stream_t *stream)
 {
-    (void)ctx;
+    /* the proxy thread calls this too: make the device current for it */
+    RT(SetDevice)(ctx->device);
     return rt_check(RT(MemcpyAsync)(dst, src, bytes, rtMemcpyDefault, (rtStream_t)stream), "async copy");
 }
+
+#ifndef WEFT_RT_HIP
+typedef struct {
+    const char *name;
+    const void *fn;
+    size_t args_size;
+} weft_cuda_kernel_t;
+extern const weft_cuda_kernel_t weft_cuda_kernels[];
+extern const size_t weft_cuda_nkernels;
+
+static weft_status_t rt_launch(weft_gpu_ctx_t *ctx, const weft_gpu_launch_t *l, weft_gpu_stream_t *stream)
+{
+    for (size_t i = 0; i < weft_cuda_nkernels; i++) {
+        const weft_cuda_kernel_t *k = &weft_cuda_kernels[i];
+        void *args[1] = {l->args};
+        if (strcmp(k->name, l->name) != 0)
+            continue;
+        if (k->args_size != l->args_size || l->nblocks == 0 || l->nthreads == 0 || l->nthreads > 1024) {
+            weft_error(WEFT_SUB_GPU, "cuda launch of %s: %u blocks of %u threads, %zu argument bytes (expected %zu)",
+                       l->name, l->nblocks, l->nthreads, l->args_size, k->args_size);
+            return WEFT_ERR_INVALID_ARGUMENT;
+        }
+        RT(SetDevice)(ctx->device);
+        return rt_check(cudaLaunchKernel(k->fn, (dim3){l->nblocks, 1, 1}, (dim3){l->nthreads, 1, 1}, args, 0,
+                                         (rtStream_t)stream),
+                        l->name);
+    }
+    weft_error(WEFT_SUB_GPU, "cuda backend: no kernel named %s", l->name);
+    return WEFT_ERR_NOT_FOUND;
+}
+#endif
 
 const weft_gpu_ops_t RT_OPS = {
     .abi_version = WEFT_GPU_ABI_VERSION,
@@ -316,4 +349,7 @@ const weft_gpu_ops_t RT_OPS = {
     .event_record = rt_event_record,
     .event_query = rt_event_query,
     .memcpy_async = rt_memcpy_async,
+#ifndef WEFT_RT_HIP
+    .launch = rt_launch,
+#endif
 };
