@@ -154,10 +154,14 @@ int p2p_bench(weft_comm_t *comm, const perf_opts_t *o)
     if (p.rank == 0)
         printf("#\n# %-12s %10s %12s %12s %14s %8s\n", "put size", "iters", "median(us)", "bw(GB/s)",
                "memcpy(GB/s)", "ratio");
+    /* a GPU block copies with all its threads; a host block is one thread */
+    const char *backend = "host";
+    weft_comm_backend(comm, &backend);
+    unsigned copy_threads = strcmp(backend, "host") == 0 ? 1 : 1024;
     for (size_t bytes = o->min_bytes < 1024 ? 1024 : o->min_bytes; bytes <= max; bytes *= 4) {
         int iters = bytes >= (64u << 20) ? 2 : bytes >= (1u << 20) ? 10 : 100;
         p.args.bytes = bytes;
-        if (run(&p, "p2p_put_bw", iters, o->reps, 1, &us))
+        if (run(&p, "p2p_put_bw", iters, o->reps, copy_threads, &us))
             goto out;
         if (p.rank == 0) {
             double bw = (double)bytes / us / 1e3, ref = local_copy_gbs(bytes);
