@@ -7,6 +7,7 @@
 #include "gpu.h"
 #include "comm.h"
 #include "weft.h"
+#include "p2p.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,6 +96,64 @@ static int rank_main(int rank, int nranks, void *arg)
     return fails;
 }
 
+/* A GPU kernel waiting for a peer that never signals gives up at the
+ * device timeout and the host reports it, naming the peer. */
+static int gpu_timeout(int rank, int nranks, void *arg)
+{
+    weft_comm_config_t cfg = WEFT_COMM_CONFIG_INIT;
+    weft_comm_t *comm;
+    weft_connection_t *conn;
+    weft_semaphore_t *sema;
+    weft_memory_channel_t *mc;
+    weft_mem_t *mine, *theirs = NULL;
+    weft_mem_handle_t h[2];
+    weft_stream_t *s;
+    weft_p2p_args_t a;
+    void *dev;
+    int fails = 0, peer = 1 - rank;
+    (void)arg;
+    cfg.backend = "cuda";
+    cfg.device = 0;
+    cfg.device_timeout_ms = 300;
+    if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, &cfg, &comm) != WEFT_OK)
+        return rank_fail("init on cuda: %s", weft_get_last_error());
+    if (weft_stream_create(comm, &s) || weft_mem_alloc(comm, 4096, &dev) ||
+        weft_mem_register(comm, dev, 4096, WEFT_TRANSPORT_IPC, &mine) || weft_mem_serialize(mine, &h[rank]) ||
+        weft_bootstrap_allgather(comm, h, sizeof(h[0])) || weft_mem_deserialize(comm, &h[peer], &theirs) ||
+        weft_connection_create(comm, peer, WEFT_TRANSPORT_IPC, &conn) || weft_semaphore_create(conn, &sema) ||
+        weft_memory_channel_create(sema, theirs, mine, mine, &mc))
+        return rank_fail("channel setup: %s", weft_get_last_error());
+    memset(&a, 0, sizeof(a));
+    weft_memory_channel_device_handle(mc, &a.mc);
+    a.rank = 1; /* both wait first: the answering side of a ping-pong */
+    a.iters = 1;
+    if (rank == 0) {
+        long t0 = now_ms();
+        rank_step("GPU kernel waiting for a signal that never comes");
+        weft_status_t st = weft_launch_builtin(s, "p2p_mc_pingpong", 1, 1, &a, sizeof(a));
+        if (st == WEFT_OK)
+            st = weft_stream_synchronize(s);
+        long took = now_ms() - t0;
+        if (st != WEFT_ERR_TIMEOUT)
+            fails += rank_fail("expected WEFT_ERR_TIMEOUT, got %s: %s", weft_status_string(st), weft_get_last_error());
+        else if (!strstr(weft_get_last_error(), "rank 1"))
+            fails += rank_fail("the error does not name rank 1: %s", weft_get_last_error());
+        if (took > 5000)
+            fails += rank_fail("the timeout took %ld ms (deadline 300 ms)", took);
+    }
+    weft_bootstrap_barrier(comm);
+    weft_memory_channel_destroy(mc);
+    weft_semaphore_destroy(sema);
+    weft_connection_destroy(conn);
+    weft_mem_deregister(theirs);
+    weft_bootstrap_barrier(comm);
+    weft_mem_deregister(mine);
+    weft_mem_free(comm, dev);
+    weft_stream_destroy(s);
+    weft_comm_destroy(comm);
+    return fails;
+}
+
 /* Asks a child whether a GPU is visible: the CUDA runtime must not be
  * initialised in this process, whose forked ranks use it afterwards. */
 static int gpu_visible(const weft_gpu_ops_t *ops)
@@ -122,7 +181,9 @@ int main(void)
         }
         skip_all("no CUDA GPU here (%s)", ops ? "no device" : "cuda backend not built");
     }
-    plan(1);
+    plan(2);
+    ok(run_ranks(2, 60000, gpu_timeout, NULL, NULL),
+       "a GPU kernel whose peer never signals ends in WEFT_ERR_TIMEOUT naming the peer");
     ok(run_ranks(2, 120000, rank_main, NULL, NULL),
        "2 processes on one GPU: device memory, IPC import, stream copies through the peer's mapping, "
        "allreduce kernels");
