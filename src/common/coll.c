@@ -120,6 +120,8 @@ struct weft_coll_ctx {
     weft_semaphore_t **sema;
     weft_memory_channel_t **ch, **chp;
     weft_gpu_alloc_t handles;            /* device arrays ch[] then chp[] */
+    weft_gpu_alloc_t gbar;               /* the kernels' grid barrier words */
+    unsigned nblocks, nthreads;          /* launch shape */
     uint64_t packet_calls;
 };
 
@@ -149,6 +151,8 @@ void weft_coll_ctx_destroy(weft_comm_t *comm)
     /* the allocations themselves go with the communicator */
     if (x->handles.ptr)
         comm->gpu->mem_free(comm->gctx, &x->handles);
+    if (x->gbar.ptr)
+        comm->gpu->mem_free(comm->gctx, &x->gbar);
     free(x->rscratch);
     free(x->rpkt);
     free(x->conn);
@@ -221,8 +225,26 @@ static weft_status_t coll_setup(weft_comm_t *comm)
         weft_memory_channel_device_handle(x->ch[p], &tmp[p]);
         weft_memory_channel_device_handle(x->chp[p], &tmp[n + p]);
     }
-    if ((status = comm->gpu->mem_alloc(comm->gctx, 2 * hb, &x->handles)) != WEFT_OK)
+    if ((status = comm->gpu->mem_alloc(comm->gctx, 2 * hb, &x->handles)) != WEFT_OK ||
+        (status = comm->gpu->mem_alloc(comm->gctx, 64, &x->gbar)) != WEFT_OK)
         goto err;
+    /* Launch shape. Host: a block is one CPU thread, and ranks already
+     * share the cores. GPU: enough blocks to use the SMs that this rank's
+     * share of the GPU(s) gives it; all must be resident at once for the
+     * grid barrier, so stay well under the device's resident limit. */
+    if (comm->caps & WEFT_CAP_CPU_ACCESS) {
+        x->nblocks = 1;
+        x->nthreads = 1;
+    } else {
+        weft_gpu_props_t props;
+        unsigned per_rank = 1;
+        if (comm->gpu->props(comm->gctx, &props) == WEFT_OK && props.max_blocks > 0)
+            per_rank = props.max_blocks / (2u * (unsigned)comm->local_size);
+        x->nblocks = per_rank < 1 ? 1 : per_rank > 32 ? 32 : per_rank;
+        x->nthreads = 512;
+    }
+    if (weft_param_int(WEFT_P_COLL_BLOCKS) > 0)
+        x->nblocks = (unsigned)WEFT_MIN(weft_param_int(WEFT_P_COLL_BLOCKS), 64);
     if (comm->caps & WEFT_CAP_CPU_ACCESS) {
         memcpy(x->handles.ptr, tmp, 2 * hb);
     } else {
@@ -362,6 +384,7 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
     a.ch = (weft_memory_channel_dev_t *)comm->coll->handles.ptr;
     a.chp = a.ch + comm->nranks;
     a.ctl = comm->ctl_dev;
+    a.gbar = (uint64_t *)comm->coll->gbar.ptr;
     if (algo->packet) {
         uint64_t call = comm->coll->packet_calls++;
         a.flag = (uint32_t)(call % 0xffffffffull) + 1; /* every rank counts the same calls */
@@ -369,9 +392,8 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
     }
     l.name = k->name;
     l.host_fn = k->host_fn;
-    l.nblocks = 1;
-    /* host backend: a block is one CPU thread; GPUs: a block of threads */
-    l.nthreads = (comm->caps & WEFT_CAP_CPU_ACCESS) ? 1 : 512;
+    l.nblocks = comm->coll->nblocks;
+    l.nthreads = comm->coll->nthreads;
     l.args = &a;
     l.args_size = sizeof(a);
     weft_debug(WEFT_SUB_COLL, "%s of %zu bytes: %s", weft_coll_name(c->coll), bytes, algo->name);

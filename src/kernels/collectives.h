@@ -16,7 +16,11 @@
  * and the packet buffer alternates between two halves by call, so a rank
  * that is one call ahead writes the half its peers are not reading.
  *
- * Bodies use block 0 only, its threads sharing the work; any nthreads.
+ * Bodies use every block of the launch (any nblocks, any nthreads): data
+ * loops run over the global thread index, phases are separated by a grid
+ * barrier (weft_coll_grid_sync), and block 0's thread 0 alone talks to the
+ * peers. Every block of a launch must be resident at once (the launcher
+ * sizes the grid for that).
  */
 #ifndef WEFT_KERNELS_COLL_H
 #define WEFT_KERNELS_COLL_H
@@ -50,14 +54,44 @@ typedef struct {
     weft_memory_channel_dev_t *ch;  /* [nranks]: dst = peer scratch */
     weft_memory_channel_dev_t *chp; /* [nranks]: dst = peer packet buffer */
     weft_dev_ctl_t *ctl;
+    uint64_t *gbar;   /* grid barrier: [0] arrivals, [1] generation (device memory) */
 } weft_coll_args_t;
+
+/* Every block of this launch has reached this point, and the writes of
+ * each are visible to all (fences around the counter). Bounded. */
+WEFT_DEVICE int weft_coll_grid_sync(const weft_kctx_t *k, weft_coll_args_t *a)
+{
+    weft_block_sync(k);
+    if (k->nblocks > 1 && k->thread == 0) {
+        uint64_t gen = weft_load_acquire_u64(&a->gbar[1]), start = 0;
+        unsigned spins = 0;
+        weft_fence_system(); /* our block's writes before the arrival */
+        if (weft_fetch_add_relaxed_u64(&a->gbar[0], 1) == k->nblocks - 1) {
+            weft_store_relaxed_u64(&a->gbar[0], 0);
+            weft_fence_system();
+            weft_store_release_u64(&a->gbar[1], gen + 1); /* pairs with the acquire below */
+        } else {
+            while (weft_load_acquire_u64(&a->gbar[1]) == gen) {
+                if (spins++ == 0)
+                    start = weft_clock_ns();
+                else if ((spins & 63) == 0 && weft_dev_give_up(a->ctl, start, a->rank, WEFT_DEV_OP_SEMA_WAIT))
+                    break;
+                weft_spin_pause(spins);
+            }
+        }
+        weft_fence_system();
+    }
+    weft_block_sync(k);
+    return weft_load_relaxed_u64(&a->ctl->error) != 0;
+}
 
 /* Every rank of the host has reached this point (and everything each
  * wrote before it is visible). Returns non-zero if a wait gave up. */
 WEFT_DEVICE int weft_coll_barrier(const weft_kctx_t *k, weft_coll_args_t *a)
 {
-    weft_block_sync(k);
-    if (k->thread == 0) {
+    if (weft_coll_grid_sync(k, a))
+        return 1;
+    if (k->block == 0 && k->thread == 0) {
         for (int p = 0; p < a->nranks; p++)
             if (p != a->rank)
                 weft_mc_signal(&a->ch[p]); /* release: our writes above */
@@ -65,8 +99,7 @@ WEFT_DEVICE int weft_coll_barrier(const weft_kctx_t *k, weft_coll_args_t *a)
             if (p != a->rank && weft_mc_wait(&a->ch[p]))
                 break;
     }
-    weft_block_sync(k);
-    return weft_load_relaxed_u64(&a->ctl->error) != 0;
+    return weft_coll_grid_sync(k, a);
 }
 
 /* Typed loops for the common native types, which compilers vectorize;
@@ -75,7 +108,7 @@ WEFT_DEVICE int weft_coll_barrier(const weft_kctx_t *k, weft_coll_args_t *a)
     do {                                                                                                           \
         T *x = (T *)acc;                                                                                           \
         const T *y = (const T *)in;                                                                                \
-        for (uint64_t i = k->thread; i < n; i += k->nthreads)                                                      \
+        for (uint64_t i = weft_gtid(k); i < n; i += weft_gnthreads(k))                                             \
             x[i] = EXPR;                                                                                           \
     } while (0)
 #define WEFT_COLL_OPS(T)                                                                                          \
@@ -97,7 +130,7 @@ WEFT_DEVICE void weft_coll_reduce(const weft_kctx_t *k, weft_coll_args_t *a, cha
     case WEFT_UINT64: WEFT_COLL_OPS(uint64_t); break;
     default: break; /* signed sums wrap: the generic path does them in unsigned */
     }
-    for (uint64_t i = k->thread; i < n; i += k->nthreads)
+    for (uint64_t i = weft_gtid(k); i < n; i += weft_gnthreads(k))
         weft_reduce_elem((weft_dtype_t)a->dtype, (weft_redop_t)a->op, acc + i * es, in + i * es);
 }
 
@@ -107,13 +140,13 @@ WEFT_DEVICE void weft_coll_finish_avg(const weft_kctx_t *k, weft_coll_args_t *a,
     if (a->op != WEFT_AVG)
         return;
     size_t es = weft_dtype_size((weft_dtype_t)a->dtype);
-    for (uint64_t i = k->thread; i < n; i += k->nthreads)
+    for (uint64_t i = weft_gtid(k); i < n; i += weft_gnthreads(k))
         weft_scale_elem((weft_dtype_t)a->dtype, acc + i * es, a->nranks);
 }
 
 WEFT_DEVICE void weft_coll_copy(const weft_kctx_t *k, void *dst, const void *src, uint64_t bytes)
 {
-    weft_copy(dst, src, bytes, k->thread, k->nthreads);
+    weft_copy(dst, src, bytes, weft_gtid(k), weft_gnthreads(k));
 }
 
 /* Peer p's scratch, through its channel (our own for p == rank). */
@@ -140,26 +173,24 @@ WEFT_DEVICE void weft_coll_allreduce_packet(const weft_kctx_t *k, void *args)
     size_t es = weft_dtype_size((weft_dtype_t)a->dtype);
     uint64_t bytes = a->count * es, half_bytes = a->pkt_slot * (uint64_t)a->nranks;
     char *acc = a->scratch + a->scratch_half, *tmp = a->scratch;
-    if (k->block)
-        return;
     for (int p = 0; p < a->nranks; p++)
         if (p != a->rank)
             weft_ll16_put((weft_ll16_t *)(a->chp[p].dst + a->half * half_bytes + (uint64_t)a->rank * a->pkt_slot),
-                          a->in, bytes, a->flag, k->thread, k->nthreads);
+                          a->in, bytes, a->flag, weft_gtid(k), weft_gnthreads(k));
     weft_coll_copy(k, acc, a->in, bytes);
     for (int p = 0; p < a->nranks; p++) {
         if (p == a->rank)
             continue;
-        weft_block_sync(k);
+        weft_coll_grid_sync(k, a);
         if (weft_ll16_unpack(tmp, (weft_ll16_t *)(a->pkt + a->half * half_bytes + (uint64_t)p * a->pkt_slot), bytes,
-                             a->flag, k->thread, k->nthreads, a->ctl, p))
+                             a->flag, weft_gtid(k), weft_gnthreads(k), a->ctl, p))
             return;
-        weft_block_sync(k);
+        weft_coll_grid_sync(k, a);
         weft_coll_reduce(k, a, acc, tmp, a->count);
     }
-    weft_block_sync(k);
+    weft_coll_grid_sync(k, a);
     weft_coll_finish_avg(k, a, acc, a->count);
-    weft_block_sync(k);
+    weft_coll_grid_sync(k, a);
     weft_coll_copy(k, a->out, acc, bytes);
 }
 
@@ -168,8 +199,6 @@ WEFT_DEVICE void weft_coll_allreduce_rsag(const weft_kctx_t *k, void *args)
 {
     weft_coll_args_t *a = (weft_coll_args_t *)args;
     uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), chunk = weft_coll_chunk(a, 1);
-    if (k->block)
-        return;
     for (uint64_t e0 = 0; e0 < a->count; e0 += chunk) {
         uint64_t ce = a->count - e0 < chunk ? a->count - e0 : chunk;
         uint64_t lo = ce * (uint64_t)a->rank / (uint64_t)a->nranks, hi = ce * (uint64_t)(a->rank + 1) / (uint64_t)a->nranks;
@@ -181,10 +210,10 @@ WEFT_DEVICE void weft_coll_allreduce_rsag(const weft_kctx_t *k, void *args)
         for (int p = 0; p < a->nranks; p++) {
             if (p == a->rank)
                 continue;
-            weft_block_sync(k);
+            weft_coll_grid_sync(k, a);
             weft_coll_reduce(k, a, out + lo * es, weft_coll_peer_scratch(a, p) + lo * es, hi - lo);
         }
-        weft_block_sync(k);
+        weft_coll_grid_sync(k, a);
         weft_coll_finish_avg(k, a, out + lo * es, hi - lo);
         if (weft_coll_barrier(k, a))
             return;
@@ -203,8 +232,6 @@ WEFT_DEVICE void weft_coll_allgather_mesh(const weft_kctx_t *k, void *args)
 {
     weft_coll_args_t *a = (weft_coll_args_t *)args;
     uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), chunk = weft_coll_chunk(a, 1);
-    if (k->block)
-        return;
     for (uint64_t e0 = 0; e0 < a->count; e0 += chunk) {
         uint64_t ce = a->count - e0 < chunk ? a->count - e0 : chunk;
         weft_coll_copy(k, a->scratch, a->in + e0 * es, ce * es);
@@ -225,8 +252,6 @@ WEFT_DEVICE void weft_coll_reduce_scatter_mesh(const weft_kctx_t *k, void *args)
     uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), n = (uint64_t)a->nranks;
     uint64_t chunk = weft_coll_chunk(a, n);
     char *acc = a->scratch + a->scratch_half;
-    if (k->block)
-        return;
     for (uint64_t e0 = 0; e0 < a->count; e0 += chunk) {
         uint64_t ce = a->count - e0 < chunk ? a->count - e0 : chunk;
         for (uint64_t q = 0; q < n; q++)
@@ -237,12 +262,12 @@ WEFT_DEVICE void weft_coll_reduce_scatter_mesh(const weft_kctx_t *k, void *args)
         for (int p = 0; p < a->nranks; p++) {
             if (p == a->rank)
                 continue;
-            weft_block_sync(k);
+            weft_coll_grid_sync(k, a);
             weft_coll_reduce(k, a, acc, weft_coll_peer_scratch(a, p) + (uint64_t)a->rank * ce * es, ce);
         }
-        weft_block_sync(k);
+        weft_coll_grid_sync(k, a);
         weft_coll_finish_avg(k, a, acc, ce);
-        weft_block_sync(k);
+        weft_coll_grid_sync(k, a);
         weft_coll_copy(k, a->out + e0 * es, acc, ce * es);
         if (weft_coll_barrier(k, a))
             return;
@@ -254,8 +279,6 @@ WEFT_DEVICE void weft_coll_broadcast_mesh(const weft_kctx_t *k, void *args)
 {
     weft_coll_args_t *a = (weft_coll_args_t *)args;
     uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), chunk = weft_coll_chunk(a, 1);
-    if (k->block)
-        return;
     for (uint64_t e0 = 0; e0 < a->count; e0 += chunk) {
         uint64_t ce = a->count - e0 < chunk ? a->count - e0 : chunk;
         if (a->rank == a->root) {
@@ -278,8 +301,6 @@ WEFT_DEVICE void weft_coll_reduce_mesh(const weft_kctx_t *k, void *args)
     weft_coll_args_t *a = (weft_coll_args_t *)args;
     uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), chunk = weft_coll_chunk(a, 1);
     char *acc = a->scratch + a->scratch_half;
-    if (k->block)
-        return;
     for (uint64_t e0 = 0; e0 < a->count; e0 += chunk) {
         uint64_t ce = a->count - e0 < chunk ? a->count - e0 : chunk;
         weft_coll_copy(k, a->scratch, a->in + e0 * es, ce * es);
@@ -290,12 +311,12 @@ WEFT_DEVICE void weft_coll_reduce_mesh(const weft_kctx_t *k, void *args)
             for (int p = 0; p < a->nranks; p++) {
                 if (p == a->rank)
                     continue;
-                weft_block_sync(k);
+                weft_coll_grid_sync(k, a);
                 weft_coll_reduce(k, a, acc, weft_coll_peer_scratch(a, p), ce);
             }
-            weft_block_sync(k);
+            weft_coll_grid_sync(k, a);
             weft_coll_finish_avg(k, a, acc, ce);
-            weft_block_sync(k);
+            weft_coll_grid_sync(k, a);
             weft_coll_copy(k, a->out + e0 * es, acc, ce * es);
         }
         if (weft_coll_barrier(k, a))
@@ -309,8 +330,6 @@ WEFT_DEVICE void weft_coll_alltoall_mesh(const weft_kctx_t *k, void *args)
     weft_coll_args_t *a = (weft_coll_args_t *)args;
     uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), n = (uint64_t)a->nranks;
     uint64_t chunk = weft_coll_chunk(a, n);
-    if (k->block)
-        return;
     for (uint64_t e0 = 0; e0 < a->count; e0 += chunk) {
         uint64_t ce = a->count - e0 < chunk ? a->count - e0 : chunk;
         for (uint64_t q = 0; q < n; q++)
@@ -327,8 +346,7 @@ WEFT_DEVICE void weft_coll_alltoall_mesh(const weft_kctx_t *k, void *args)
 
 WEFT_DEVICE void weft_coll_barrier_kernel(const weft_kctx_t *k, void *args)
 {
-    if (k->block == 0)
-        weft_coll_barrier(k, (weft_coll_args_t *)args);
+    weft_coll_barrier(k, (weft_coll_args_t *)args);
 }
 
 #endif

@@ -180,11 +180,15 @@ int main(void)
     /* small scratch and packet limits: many chunks, both allreduce algorithms */
     setenv("WEFT_COLL_SCRATCH_BYTES", "65536", 1);
     setenv("WEFT_COLL_PACKET_MAX_BYTES", "2048", 1);
-    plan(4);
+    plan(5);
     for (size_t i = 0; i < sizeof(nr) / sizeof(nr[0]); i++)
         ok(run_ranks(nr[i], 300000, rank_main, nr[i] == 8 ? (void *)1 : NULL, NULL),
            "%d ranks: allreduce, reduce-scatter, allgather, broadcast, reduce, alltoall x 12 types x 5 ops, "
            "counts 0..40000, in and out of place",
            nr[i]);
+    /* the same kernels with several blocks per launch (as on GPUs): their
+     * grid barrier and global thread indexing */
+    setenv("WEFT_COLL_BLOCKS", "3", 1);
+    ok(run_ranks(3, 300000, rank_main, (void *)1, NULL), "3 ranks with 3 blocks per launch: the same sweep");
     return test_done();
 }
