@@ -51,4 +51,4 @@ WEFT_PARAM(COLL_PACKET_MAX_BYTES, "WEFT_COLL_PACKET_MAX_BYTES", INT, "65536",
 WEFT_PARAM(CHECK_ARGS, "WEFT_CHECK_ARGS", INT, "0",
            "1: before each collective, compare counts, types and roots across ranks and name the odd one")
 WEFT_PARAM(COLL_BLOCKS, "WEFT_COLL_BLOCKS", INT, "0",
-           "blocks per collective launch (0: 1 on the host backend, enough for the SMs on GPUs)")
+           "blocks per collective launch (0: one; more need every block resident at once)")
