@@ -207,6 +207,7 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
     size_t alloc;
     long total_wrong = 0;
     double bw_sum = 0;
+    perf_point_t pts[128];
     int nsizes = 0, rc = 0, show_progress;
 
     memset(&b, 0, sizeof(b));
@@ -308,6 +309,8 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
                         o->name, b.nranks, size, (unsigned long long)count, dtype_names[b.t], op_names[b.op],
                         o->root, us[0], alg[0], bus[0], wrong[0], us[1], alg[1], bus[1], wrong[1]);
             bw_sum += bus[0];
+            if (nsizes < 128)
+                pts[nsizes] = (perf_point_t){size, bus[0]};
             nsizes++;
             if (show_progress)
                 fprintf(stderr, "weft-perf: %zu of up to %zu bytes done", size, o->max_bytes);
@@ -324,6 +327,13 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
             fprintf(stderr, "\r%60s\r", "");
         printf("# Out of bounds values : %ld %s\n", total_wrong, total_wrong ? "FAILED" : "OK");
         printf("# Avg bus bandwidth    : %g\n#\n", nsizes ? bw_sum / nsizes : 0.0);
+        if (o->plot) {
+            char title[160];
+            snprintf(title, sizeof(title), "weft %s, %d ranks, %s %s", o->name, b.nranks, dtype_names[b.t],
+                     op_names[b.op]);
+            if (perf_plot_svg(o->plot, title, pts, nsizes < 128 ? nsizes : 128) != 0)
+                fprintf(stderr, "weft-perf: cannot write %s\n", o->plot);
+        }
     }
     if (total_wrong)
         rc = 1;

@@ -26,7 +26,16 @@ typedef struct {
     perf_coll_t coll; /* OP_COLL */
     int dtype, redop;
     const char *json; /* --json FILE */
+    const char *plot; /* --plot FILE.svg */
 } perf_opts_t;
+
+typedef struct {
+    size_t bytes;
+    double busbw;
+} perf_point_t;
+
+/* Writes busbw against size (log2 x axis) as an SVG file; 0 on success. */
+int perf_plot_svg(const char *path, const char *title, const perf_point_t *pts, int n);
 
 /* A device collective sweep on one rank (OP_COLL). */
 int coll_bench(weft_comm_t *comm, const perf_opts_t *o);

@@ -206,7 +206,8 @@ static int p2p_rank(weft_comm_t *comm, void *arg)
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: weft-perf [--ranks N] [--backend NAME] [--algo NAME] [--json FILE] OPERATION [options]\n"
+            "usage: weft-perf [--ranks N] [--backend NAME] [--algo NAME] [--json FILE] [--plot FILE.svg]\n"
+            "                 OPERATION [options]\n"
             "operations: allreduce, allgather, reducescatter, broadcast, reduce, alltoall\n"
             "            (device collectives; -b/-e are total sizes as in nccl-tests, default 8 B .. 16 MiB),\n"
             "            p2p (2 ranks: channel latencies and put bandwidth from -b to -e),\n"
@@ -233,6 +234,7 @@ int main(int argc, char **argv)
     static const struct option longopts[] = {
         {"ranks", required_argument, NULL, 'R'}, {"backend", required_argument, NULL, 'B'},
         {"algo", required_argument, NULL, 'A'}, {"json", required_argument, NULL, 'J'},
+        {"plot", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
 
     if (argc < 2) {
@@ -245,6 +247,7 @@ int main(int argc, char **argv)
         case 'B': cfg.backend = optarg; break;
         case 'A': algo = optarg; break;
         case 'J': o.json = optarg; break;
+        case 'P': o.plot = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 static int run(const char *cmd, char *out, size_t len)
 {
@@ -24,7 +25,7 @@ int main(void)
 {
     static char out[65536];
     char cmd[1024];
-    plan(16);
+    plan(18);
     snprintf(cmd, sizeof(cmd), "%s/tools/weft-info", TOP_BUILDDIR);
     is_int(0, run(cmd, out, sizeof(out)), "weft-info runs");
     ok(strstr(out, "GPU backends: host") && strstr(out, "networks: ethernet"), "and shows backends and networks");
@@ -63,6 +64,19 @@ int main(void)
     }
     ok(1, "weft-perf allgather, reducescatter, broadcast, reduce and alltoall are checked correct");
 rest:
+    {
+        char svg[64], js[64];
+        snprintf(svg, sizeof(svg), "/tmp/weft-tools-t-%d.svg", (int)getpid());
+        snprintf(js, sizeof(js), "/tmp/weft-tools-t-%d.json", (int)getpid());
+        snprintf(cmd, sizeof(cmd),
+                 "%s/tools/weft-perf --ranks 2 --plot %s --json %s allgather -b 64 -e 64K -f 4 -n 2 -w 1 >/dev/null 2>&1 && "
+                 "grep -c '<circle' %s && grep -c '\"collective\":\"allgather\"' %s",
+                 TOP_BUILDDIR, svg, js, svg, js);
+        is_int(0, run(cmd, out, sizeof(out)), "--plot and --json write their files");
+        ok(strcmp(out, "6\n6\n") == 0, "one plotted point and one JSON line per size (got %s)", out);
+        unlink(svg);
+        unlink(js);
+    }
     snprintf(cmd, sizeof(cmd), "%s/tools/weft-info -a", TOP_BUILDDIR);
     is_int(0, run(cmd, out, sizeof(out)), "weft-info -a runs");
     ok(strstr(out, "allreduce") && strstr(out, "packet") && strstr(out, "rsag"), "and lists the algorithms");
