@@ -207,6 +207,7 @@ static weft_status_t flush_out(weft_conn_t *c)
 static weft_status_t become_ready(weft_conn_t *c)
 {
     c->state = WEFT_CONN_READY;
+    c->was_ready = 1;
     if (c->later_len) {
         if (out_append(c, c->later, c->later_len) != 0)
             return fail(c, WEFT_ERR_NO_MEMORY, "out of memory");
@@ -385,7 +386,7 @@ void weft_conn_frame_done(weft_conn_t *c)
 
 int weft_conn_drained(const weft_conn_t *c)
 {
-    return c->state == WEFT_CONN_READY && c->out_off == c->out_len && c->later_len == 0;
+    return c->was_ready && c->out_off == c->out_len && c->later_len == 0;
 }
 
 int weft_conn_is_ready(weft_conn_t *c) { return c->state == WEFT_CONN_READY; }

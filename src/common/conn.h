@@ -70,6 +70,7 @@ typedef struct weft_conn {
     size_t payload_have;
     int frame_ready;
     int manual_read;         /* frames are read by the owner (fd frames) */
+    int was_ready;           /* the handshake completed at some point */
     uint32_t seq_in, seq_out;
     const uint32_t *max_len; /* per type; 0 = type not allowed */
     weft_status_t error;
@@ -98,7 +99,9 @@ weft_status_t weft_conn_queue(weft_conn_t *c, uint8_t type, const void *a, size_
 /* The frame read completely, or NULL. Call weft_conn_frame_done after use. */
 weft_frame_t *weft_conn_frame(weft_conn_t *c);
 void weft_conn_frame_done(weft_conn_t *c);
-/* Nothing left to send. */
+/* Everything queued was handed to the kernel. Stays true if the peer
+ * closes afterwards: a peer that read our last frame and left is no
+ * failure of the send. */
 int weft_conn_drained(const weft_conn_t *c);
 /* Marks the connection failed with @p status (closing nothing yet). */
 void weft_conn_fail(weft_conn_t *c, weft_status_t status);

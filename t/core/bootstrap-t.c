@@ -136,14 +136,34 @@ static int size_mismatch(int rank, int nranks, void *arg)
     return fails;
 }
 
+/* Rank 0 leaves as soon as its init returns; rank 1's last send of the
+ * init barrier was read by rank 0 before it closed, so rank 1 succeeds. */
+static int leave_at_once(int rank, int nranks, void *arg)
+{
+    weft_comm_t *comm;
+    weft_status_t st;
+    (void)arg;
+    if (!job_id(rank, &id))
+        return 1;
+    st = weft_comm_init(&id, nranks, rank, NULL, &comm);
+    if (st != WEFT_OK)
+        return rank_fail("init: %s", weft_get_last_error());
+    weft_comm_destroy(comm);
+    return 0;
+}
+
 int main(void)
 {
     static const int counts[] = {1, 2, 3, 4, 8};
-    plan(6);
+    int leave_ok = 1;
+    plan(7);
     for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
         ok(run_ranks(counts[i], 60000, rank_main, NULL, NULL),
            "%d rank(s): init, allgather, broadcast, send/recv, barrier", counts[i]);
     }
     ok(run_ranks(2, 30000, size_mismatch, NULL, NULL), "a message of the wrong length is refused, naming the sender");
+    for (int i = 0; i < 30 && leave_ok; i++)
+        leave_ok = run_ranks(2, 30000, leave_at_once, NULL, NULL);
+    ok(leave_ok, "30 jobs whose ranks leave right after init: a peer closing after our last send is no error");
     return test_done();
 }
