@@ -155,6 +155,21 @@ WEFT_DEVICE char *weft_coll_peer_scratch(weft_coll_args_t *a, int p)
     return p == a->rank ? a->scratch : a->ch[p].dst;
 }
 
+/* acc, holding this rank's part, op= the same part of every peer's
+ * scratch (at byte offset off, n elements); then AVG's division. */
+WEFT_DEVICE void weft_coll_reduce_peers(const weft_kctx_t *k, weft_coll_args_t *a, char *acc, uint64_t off,
+                                        uint64_t n)
+{
+    for (int p = 0; p < a->nranks; p++) {
+        if (p == a->rank)
+            continue;
+        weft_coll_grid_sync(k, a);
+        weft_coll_reduce(k, a, acc, weft_coll_peer_scratch(a, p) + off, n);
+    }
+    weft_coll_grid_sync(k, a);
+    weft_coll_finish_avg(k, a, acc, n);
+}
+
 /* Largest chunk, in elements, when @p per_chunk_copies copies of it must
  * fit one scratch region. */
 WEFT_DEVICE uint64_t weft_coll_chunk(weft_coll_args_t *a, uint64_t per_chunk_copies)
@@ -207,14 +222,7 @@ WEFT_DEVICE void weft_coll_allreduce_rsag(const weft_kctx_t *k, void *args)
         if (weft_coll_barrier(k, a))
             return;
         weft_coll_copy(k, out + lo * es, in + lo * es, (hi - lo) * es);
-        for (int p = 0; p < a->nranks; p++) {
-            if (p == a->rank)
-                continue;
-            weft_coll_grid_sync(k, a);
-            weft_coll_reduce(k, a, out + lo * es, weft_coll_peer_scratch(a, p) + lo * es, hi - lo);
-        }
-        weft_coll_grid_sync(k, a);
-        weft_coll_finish_avg(k, a, out + lo * es, hi - lo);
+        weft_coll_reduce_peers(k, a, out + lo * es, lo * es, hi - lo);
         if (weft_coll_barrier(k, a))
             return;
         for (int q = 0; q < a->nranks; q++) {
@@ -259,14 +267,7 @@ WEFT_DEVICE void weft_coll_reduce_scatter_mesh(const weft_kctx_t *k, void *args)
         if (weft_coll_barrier(k, a))
             return;
         weft_coll_copy(k, acc, a->scratch + (uint64_t)a->rank * ce * es, ce * es);
-        for (int p = 0; p < a->nranks; p++) {
-            if (p == a->rank)
-                continue;
-            weft_coll_grid_sync(k, a);
-            weft_coll_reduce(k, a, acc, weft_coll_peer_scratch(a, p) + (uint64_t)a->rank * ce * es, ce);
-        }
-        weft_coll_grid_sync(k, a);
-        weft_coll_finish_avg(k, a, acc, ce);
+        weft_coll_reduce_peers(k, a, acc, (uint64_t)a->rank * ce * es, ce);
         weft_coll_grid_sync(k, a);
         weft_coll_copy(k, a->out + e0 * es, acc, ce * es);
         if (weft_coll_barrier(k, a))
@@ -308,14 +309,7 @@ WEFT_DEVICE void weft_coll_reduce_mesh(const weft_kctx_t *k, void *args)
             return;
         if (a->rank == a->root) {
             weft_coll_copy(k, acc, a->scratch, ce * es);
-            for (int p = 0; p < a->nranks; p++) {
-                if (p == a->rank)
-                    continue;
-                weft_coll_grid_sync(k, a);
-                weft_coll_reduce(k, a, acc, weft_coll_peer_scratch(a, p), ce);
-            }
-            weft_coll_grid_sync(k, a);
-            weft_coll_finish_avg(k, a, acc, ce);
+            weft_coll_reduce_peers(k, a, acc, 0, ce);
             weft_coll_grid_sync(k, a);
             weft_coll_copy(k, a->out + e0 * es, acc, ce * es);
         }
