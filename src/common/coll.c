@@ -11,6 +11,7 @@
 #include "semaphore.h"
 #include "util.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,28 +64,42 @@ void weft_coll_list_algorithms(void (*fn)(const char *coll, const char *name, co
         fn(coll_names[algos[i].coll], algos[i].name, algos[i].help, arg);
 }
 
-/* WEFT_ALGO=coll:name,...: the override for @p c, or NULL. An override
- * naming no algorithm of c is reported once and ignored. */
-static const weft_algo_t *algo_override(weft_coll_t c)
+/* WEFT_ALGO=coll:name,...: the override of each collective, or NULL.
+ * Parsed once per process, not on every call. An override naming no
+ * algorithm of its collective is reported once and ignored. */
+static const weft_algo_t *overrides[WEFT_COLL_COUNT];
+static pthread_once_t overrides_once = PTHREAD_ONCE_INIT;
+
+static void overrides_parse(void)
 {
     const char *spec = weft_param_str(WEFT_P_ALGO);
     char buf[512], *save = NULL;
     if (!spec || !*spec)
-        return NULL;
+        return;
     snprintf(buf, sizeof(buf), "%s", spec);
     for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         char *colon = strchr(tok, ':');
+        int c;
+        size_t i;
         if (!colon)
             continue;
         *colon = '\0';
-        if (weft_coll_from_name(tok) != (int)c)
+        if ((c = weft_coll_from_name(tok)) < 0)
             continue;
-        for (size_t i = 0; i < WEFT_ARRAY_SIZE(algos); i++)
-            if (algos[i].coll == c && strcmp(algos[i].name, colon + 1) == 0)
-                return &algos[i];
-        weft_warn(WEFT_SUB_COLL, "WEFT_ALGO names no %s algorithm '%s'; ignored", tok, colon + 1);
+        for (i = 0; i < WEFT_ARRAY_SIZE(algos); i++)
+            if ((int)algos[i].coll == c && strcmp(algos[i].name, colon + 1) == 0)
+                break;
+        if (i < WEFT_ARRAY_SIZE(algos))
+            overrides[c] = &algos[i];
+        else
+            weft_warn(WEFT_SUB_COLL, "WEFT_ALGO names no %s algorithm '%s'; ignored", tok, colon + 1);
     }
-    return NULL;
+}
+
+static const weft_algo_t *algo_override(weft_coll_t c)
+{
+    pthread_once(&overrides_once, overrides_parse);
+    return overrides[c];
 }
 
 static uint64_t packet_max(void)
@@ -338,9 +353,8 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
             return async; /* a failed communicator takes no new work */
         }
     }
-    if ((status = weft_comm_enter(comm)) != WEFT_OK)
-        return status;
-    weft_comm_leave(comm);
+    if (__atomic_load_n(&comm->aborted, __ATOMIC_ACQUIRE))
+        return WEFT_ERR_ABORTED;
     if (weft_param_int(WEFT_P_CHECK_ARGS) == 1 && (status = check_across_ranks(comm, c)) != WEFT_OK)
         return status;
     if (c->count == 0 && c->coll != WEFT_COLL_BARRIER)
