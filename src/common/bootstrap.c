@@ -594,3 +594,9 @@ weft_status_t weft_bootstrap_barrier_raw(weft_bootstrap_t *b)
     }
     return status;
 }
+
+void weft_bootstrap_local_addr(const weft_bootstrap_t *b, weft_addr_t *out)
+{
+    *out = b->peers[b->rank].addr;
+    weft_addr_set_port(out, 0);
+}

@@ -60,6 +60,8 @@ weft_status_t weft_bootstrap_create(const weft_bootstrap_args_t *args, weft_boot
 void weft_bootstrap_destroy(weft_bootstrap_t *b);
 
 const uint8_t *weft_bootstrap_hostid(const weft_bootstrap_t *b, int rank);
+/* The address this rank listens on (port 0): where data listeners bind too. */
+void weft_bootstrap_local_addr(const weft_bootstrap_t *b, weft_addr_t *out);
 
 weft_status_t weft_bootstrap_send_msg(weft_bootstrap_t *b, int peer, uint64_t tag,
                                       const void *buf, size_t len);

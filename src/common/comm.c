@@ -77,6 +77,7 @@ static const char *config_backend(const weft_comm_config_t *cfg)
 
 static void comm_free(weft_comm_t *comm)
 {
+    weft_comm_net_free(comm);
     weft_ipc_destroy(comm->ipc);
     if (comm->ctl && comm->gctx)
         comm->gpu->host_free(comm->gctx, comm->ctl);
@@ -482,6 +483,8 @@ weft_status_t weft_comm_check_device(weft_comm_t *comm)
                                                                                     : WEFT_ERR_REMOTE;
     if (code == WEFT_DEV_PROXY_FAILED)
         weft_error(WEFT_SUB_GPU, "rank %d: the proxy could not execute a trigger; device waits gave up", comm->rank);
+    else if (code == WEFT_DEV_PEER_LOST)
+        weft_error(WEFT_SUB_GPU, "rank %d: the connection to %s failed; device waits gave up", comm->rank, peer);
     else
         weft_error(WEFT_SUB_GPU, "rank %d: %s for %s %s", comm->rank, dev_op_name(WEFT_DEV_ERROR_OP(err)), peer,
                    code == WEFT_DEV_TIMEOUT ? "timed out" : "was aborted");

@@ -7,7 +7,21 @@
 #include "bootstrap.h"
 #include "gpu.h"
 #include "ipc.h"
+#include "net.h"
 #include "weft.h"
+
+/* A network provider's state in one communicator (created on first use). */
+typedef struct {
+    const weft_net_ops_t *ops;
+    weft_net_ctx_t *ctx;
+    weft_net_listener_t *listener;
+    uint8_t addr[WEFT_NET_ADDR_BYTES]; /* the listener's, as peers connect to it */
+} weft_comm_net_t;
+
+/* Index of a network transport in weft_comm.net and in memory handles. */
+#define WEFT_NET_ETHERNET 0
+#define WEFT_NET_IB 1
+#define WEFT_NET_COUNT 2
 
 typedef struct weft_alloc_rec {
     struct weft_alloc_rec *next;
@@ -38,6 +52,7 @@ struct weft_comm {
     weft_dev_ctl_t *ctl_dev; /* device view of it */
     uint64_t *pair_seq;    /* per peer: pairwise setups done (tags) */
     struct weft_coll_ctx *coll; /* collectives' channels, set up on first use */
+    weft_comm_net_t *net[WEFT_NET_COUNT]; /* guarded by lock */
 };
 
 struct weft_stream {
@@ -46,6 +61,17 @@ struct weft_stream {
 };
 
 void weft_coll_ctx_destroy(weft_comm_t *comm);
+
+/* comm_net.c: the provider of network transport @p idx, started on first
+ * use (caller holds the lock); released by weft_comm_net_free. */
+weft_status_t weft_comm_net_get(weft_comm_t *comm, int idx, weft_comm_net_t **net);
+void weft_comm_net_free(weft_comm_t *comm);
+/* WEFT_NET_ETHERNET/IB for a transport bit, -1 for others. */
+int weft_net_index(unsigned transport);
+
+/* mem.c: what a network transport needs of a registration. */
+weft_net_mr_t *weft_mem_net_mr(const weft_mem_t *mem, int idx);
+const weft_net_rkey_t *weft_mem_net_rkey(const weft_mem_t *mem, int idx);
 
 /* Reserved bootstrap tag space for pairwise setup with @p peer. */
 uint64_t weft_comm_pair_tag(weft_comm_t *comm, int peer);

@@ -116,13 +116,32 @@ weft_status_t weft_connection_create(weft_comm_t *comm, int peer, unsigned trans
 
     if (!comm || !out || peer < 0 || peer >= comm->nranks)
         return WEFT_ERR_INVALID_ARGUMENT;
-    if (transport != WEFT_TRANSPORT_IPC) {
-        if (transport == WEFT_TRANSPORT_ETHERNET || transport == WEFT_TRANSPORT_IB) {
-            weft_error(WEFT_SUB_NET, "connection to rank %d: network transports are not in this build", peer);
-            return WEFT_ERR_UNSUPPORTED;
+    if (transport == WEFT_TRANSPORT_ETHERNET || transport == WEFT_TRANSPORT_IB) {
+        if (peer == comm->rank) {
+            weft_error_note("connection to rank %d: a network connection needs another rank (use IPC)", peer);
+            return WEFT_ERR_INVALID_ARGUMENT;
         }
-        return WEFT_ERR_INVALID_ARGUMENT;
+        if ((status = weft_comm_enter(comm)) != WEFT_OK)
+            return status;
+        c = calloc(1, sizeof(*c));
+        if (!c) {
+            weft_comm_leave(comm);
+            return WEFT_ERR_NO_MEMORY;
+        }
+        c->comm = comm;
+        c->peer = peer;
+        c->transport = transport;
+        if ((status = weft_connection_net_open(c)) != WEFT_OK) {
+            free(c);
+            c = NULL;
+        }
+        weft_comm_leave(comm);
+        if (c)
+            *out = c;
+        return status;
     }
+    if (transport != WEFT_TRANSPORT_IPC)
+        return WEFT_ERR_INVALID_ARGUMENT;
     if (memcmp(weft_bootstrap_hostid(comm->boot, peer), comm->hostid, WEFT_HOSTID_BYTES) != 0) {
         weft_error(WEFT_SUB_IPC, "connection to rank %d: IPC needs the peer on this host", peer);
         return WEFT_ERR_INVALID_ARGUMENT;

@@ -35,7 +35,16 @@ struct weft_connection {
     uint64_t *staging;      /* host-mapped update values, WEFT_UPDATE_SLOTS */
     uint64_t *staging_dev;
     unsigned next_slot;
+    /* network kinds */
+    int net;                /* WEFT_NET_ETHERNET/IB */
+    weft_net_ep_t *ep;
+    uint64_t posts;
 };
+
+/* connection_net.c: connects @p c (comm, peer, transport set) over its
+ * network transport; both ranks of the pair call it (caller holds the
+ * communicator's lock). */
+weft_status_t weft_connection_net_open(weft_connection_t *c);
 
 /* Address of [off, off + size) of a registration mapped here, or NULL
  * (logged) when out of bounds or not mapped. */

@@ -7,7 +7,8 @@
  *  56 u64 offset in the allocation | 64 u64 allocation size |
  *  72 u64 IPC export id (0: none) | 80 u64 owner's address |
  *  88 u32 IPC blob length | 92 backend name[8] | 100 IPC blob[96] |
- * 196 reserved (zero) | 248 checksum: SHA-256(bytes 0..247)[0..8]
+ * 196 ethernet remote key[16] | 212 ib remote key[16] | 228 reserved (zero) |
+ * 248 checksum: SHA-256(bytes 0..247)[0..8]
  */
 #include "config.h"
 #include "comm.h"
@@ -33,7 +34,53 @@ struct weft_mem {
     size_t offset;
     void *map_base;         /* imported: the mapping and the backend's handle */
     void *map_handle;
+    weft_net_mr_t *net_mr[WEFT_NET_COUNT];    /* local: network registrations */
+    weft_net_rkey_t net_rkey[WEFT_NET_COUNT]; /* how peers name it on each network */
 };
+
+static const unsigned net_bits[WEFT_NET_COUNT] = {WEFT_TRANSPORT_ETHERNET, WEFT_TRANSPORT_IB};
+
+weft_net_mr_t *weft_mem_net_mr(const weft_mem_t *m, int idx)
+{
+    return m->imported ? NULL : m->net_mr[idx];
+}
+
+const weft_net_rkey_t *weft_mem_net_rkey(const weft_mem_t *m, int idx)
+{
+    return (m->transports & net_bits[idx]) ? &m->net_rkey[idx] : NULL;
+}
+
+/* Registers @p m with every network transport it names (lock held). */
+static weft_status_t net_register(weft_comm_t *comm, weft_mem_t *m)
+{
+    weft_status_t status = WEFT_OK;
+    /* Device memory the CPU cannot reach is staged by the provider. */
+    int device = m->alloc && !(comm->caps & WEFT_CAP_CPU_ACCESS);
+    int i;
+    for (i = 0; i < WEFT_NET_COUNT && status == WEFT_OK; i++) {
+        weft_comm_net_t *net;
+        if (!(m->transports & net_bits[i]))
+            continue;
+        status = weft_comm_net_get(comm, i, &net);
+        if (status == WEFT_OK)
+            status = net->ops->reg_mr(net->ctx, m->ptr, m->size, device, &m->net_mr[i], &m->net_rkey[i]);
+    }
+    if (status != WEFT_OK) {
+        while (--i >= 0)
+            if (m->net_mr[i]) {
+                comm->net[i]->ops->dereg_mr(comm->net[i]->ctx, m->net_mr[i]);
+                m->net_mr[i] = NULL;
+            }
+    }
+    return status;
+}
+
+static void net_deregister(weft_comm_t *comm, weft_mem_t *m)
+{
+    for (int i = 0; i < WEFT_NET_COUNT; i++)
+        if (m->net_mr[i] && comm->net[i])
+            comm->net[i]->ops->dereg_mr(comm->net[i]->ctx, m->net_mr[i]);
+}
 
 static weft_alloc_rec_t *find_alloc(weft_comm_t *comm, const void *ptr, size_t bytes)
 {
@@ -164,6 +211,17 @@ weft_status_t weft_mem_register(weft_comm_t *comm, void *ptr, size_t bytes, unsi
     m->transports = transports;
     m->alloc = a;
     m->offset = a ? (size_t)((uintptr_t)ptr - (uintptr_t)a->a.ptr) : 0;
+    if ((status = net_register(comm, m)) != WEFT_OK) {
+        if ((transports & WEFT_TRANSPORT_IPC) && a->nregs == 0 && a->exported) {
+            if (a->export_id)
+                weft_ipc_withdraw(comm->ipc, a->export_id);
+            a->exported = 0;
+            a->export_id = 0;
+        }
+        free(m);
+        weft_comm_leave(comm);
+        return status;
+    }
     if (a)
         a->nregs++;
     comm->nmems++;
@@ -183,7 +241,10 @@ weft_status_t weft_mem_deregister(weft_mem_t *m)
     if (m->imported) {
         if (m->map_base)
             comm->gpu->ipc_close(comm->gctx, m->map_base, m->map_handle);
-    } else if (m->alloc && --m->alloc->nregs == 0 && m->alloc->exported) {
+    } else {
+        net_deregister(comm, m);
+    }
+    if (!m->imported && m->alloc && --m->alloc->nregs == 0 && m->alloc->exported) {
         if (m->alloc->export_id)
             weft_ipc_withdraw(comm->ipc, m->alloc->export_id);
         m->alloc->exported = 0;
@@ -221,6 +282,9 @@ weft_status_t weft_mem_serialize(const weft_mem_t *m, weft_mem_handle_t *handle)
     }
     weft_wire_put_u64(h + 80, (uint64_t)(uintptr_t)m->ptr);
     strncpy((char *)h + 92, comm->gpu->name, 8);
+    for (int i = 0; i < WEFT_NET_COUNT; i++)
+        if (m->net_mr[i])
+            memcpy(h + 196 + 16 * i, m->net_rkey[i].bytes, WEFT_NET_RKEY_BYTES);
     weft_sha256(h, 248, digest);
     memcpy(h + 248, digest, 8);
     memcpy(handle->internal, h, sizeof(h));
@@ -231,7 +295,7 @@ weft_status_t weft_mem_deserialize(weft_comm_t *comm, const weft_mem_handle_t *h
 {
     const uint8_t *h;
     uint8_t digest[32];
-    static const uint8_t zero[52];
+    static const uint8_t zero[20];
     weft_mem_t *m;
     weft_status_t status;
     uint32_t owner, blob_len;
@@ -242,7 +306,7 @@ weft_status_t weft_mem_deserialize(weft_comm_t *comm, const weft_mem_handle_t *h
     h = handle->internal;
     weft_sha256(h, 248, digest);
     if (weft_wire_get_u32(h) != MEM_MAGIC || h[4] != MEM_VERSION || h[5] || h[6] || h[7] ||
-        memcmp(digest, h + 248, 8) != 0 || memcmp(h + 196, zero, 52) != 0) {
+        memcmp(digest, h + 248, 8) != 0 || memcmp(h + 228, zero, sizeof(zero)) != 0) {
         weft_error_note("weft_mem_deserialize: not a valid memory handle (bad magic, version or checksum)");
         return WEFT_ERR_INVALID_ARGUMENT;
     }
@@ -275,6 +339,8 @@ weft_status_t weft_mem_deserialize(weft_comm_t *comm, const weft_mem_handle_t *h
     m->imported = 1;
     m->size = (size_t)size;
     m->transports = weft_wire_get_u32(h + 12);
+    for (int i = 0; i < WEFT_NET_COUNT; i++)
+        memcpy(m->net_rkey[i].bytes, h + 196 + 16 * i, WEFT_NET_RKEY_BYTES);
     if ((int)owner == comm->rank) {
         m->ptr = (void *)(uintptr_t)weft_wire_get_u64(h + 80); /* our own memory */
     } else if ((m->transports & WEFT_TRANSPORT_IPC) && blob_len > 0 &&

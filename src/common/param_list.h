@@ -52,3 +52,13 @@ WEFT_PARAM(CHECK_ARGS, "WEFT_CHECK_ARGS", INT, "0",
            "1: before each collective, compare counts, types and roots across ranks and name the odd one")
 WEFT_PARAM(COLL_BLOCKS, "WEFT_COLL_BLOCKS", INT, "0",
            "blocks per collective launch (0: one; more need every block resident at once)")
+WEFT_PARAM(NET_SOCKETS, "WEFT_NET_SOCKETS", INT, "2",
+           "ethernet: TCP sockets per connection (1..16); writes are striped over them")
+WEFT_PARAM(NET_CHUNK_BYTES, "WEFT_NET_CHUNK_BYTES", INT, "524288",
+           "ethernet: largest frame of a write, bytes; also the staging buffer per socket for device memory")
+WEFT_PARAM(NET_TRANSPORT, "WEFT_NET_TRANSPORT", STR, "auto",
+           "network transport between hosts: auto (ib if a usable HCA, else ethernet), ethernet or ib")
+WEFT_PARAM(IB_HCA, "WEFT_IB_HCA", STR, "",
+           "ib: HCAs to use, e.g. mlx5_0:1,mlx5_1 (prefix match; ^ excludes; =exact)")
+WEFT_PARAM(IB_GID_INDEX, "WEFT_IB_GID_INDEX", INT, "-1",
+           "ib (RoCE): GID index to use; -1 picks a RoCE v2 IPv4-mapped GID, else v2, else v1")
