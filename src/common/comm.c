@@ -481,7 +481,9 @@ weft_status_t weft_comm_check_device(weft_comm_t *comm)
         snprintf(peer, sizeof(peer), "the proxy");
     status = code == WEFT_DEV_TIMEOUT ? WEFT_ERR_TIMEOUT : code == WEFT_DEV_ABORTED ? WEFT_ERR_ABORTED
                                                                                     : WEFT_ERR_REMOTE;
-    if (code == WEFT_DEV_PROXY_FAILED)
+    if (code == WEFT_DEV_PROXY_FAILED && WEFT_DEV_ERROR_PEER(err) >= 0)
+        weft_error(WEFT_SUB_GPU, "rank %d: the proxy's transfer to %s failed; device waits gave up", comm->rank, peer);
+    else if (code == WEFT_DEV_PROXY_FAILED)
         weft_error(WEFT_SUB_GPU, "rank %d: the proxy could not execute a trigger; device waits gave up", comm->rank);
     else if (code == WEFT_DEV_PEER_LOST)
         weft_error(WEFT_SUB_GPU, "rank %d: the connection to %s failed; device waits gave up", comm->rank, peer);

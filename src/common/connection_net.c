@@ -80,8 +80,11 @@ weft_status_t weft_connection_net_open(weft_connection_t *c)
     uint8_t addr[WEFT_NET_ADDR_BYTES];
 
     c->net = weft_net_index(c->transport);
-    if ((status = weft_comm_net_get(comm, c->net, &net)) != WEFT_OK)
+    if ((status = weft_comm_net_get(comm, c->net, &net)) != WEFT_OK) {
+        weft_error(WEFT_SUB_NET, "rank %d: connection to rank %d: cannot start the network transport: %s",
+                   comm->rank, c->peer, weft_status_string(status));
         return status;
+    }
     tag = weft_comm_pair_tag(comm, c->peer);
     deadline = weft_deadline_ms(comm->op_timeout_ms);
     if (comm->rank > c->peer) {

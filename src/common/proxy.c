@@ -37,6 +37,7 @@ struct weft_proxy {
     pthread_t thread;
     int running;
     int stop;        /* atomic */
+    int failed_peer; /* the peer of the trigger that failed, -1 if none */
     uint64_t executed;
 };
 
@@ -55,6 +56,7 @@ static weft_status_t execute(weft_proxy_t *p, uint64_t w0, uint64_t w1)
     }
     s = p->chans[ch];
     c = s->conn;
+    p->failed_peer = c->peer;
     if (type == WEFT_TRIGGER_BASE) {
         p->base_src[ch] = (uint32_t)w0;
         p->base_dst[ch] = (uint32_t)(w0 >> 32);
@@ -91,7 +93,7 @@ static void proxy_failed(weft_proxy_t *p, weft_status_t status)
     /* The precise status first: device waiters that give up make the host
      * record a generic one, and the first recorded wins. */
     weft_comm_set_async_error(p->comm, status);
-    weft_dev_record(p->comm->ctl, WEFT_DEV_PROXY_FAILED, -1, WEFT_DEV_OP_FLUSH);
+    weft_dev_record(p->comm->ctl, WEFT_DEV_PROXY_FAILED, p->failed_peer, WEFT_DEV_OP_FLUSH);
 }
 
 static void *proxy_main(void *arg)
@@ -102,6 +104,7 @@ static void *proxy_main(void *arg)
 
     for (;;) {
         weft_trigger_t *t = &p->triggers[tail & (p->size - 1)];
+        p->failed_peer = -1;
         /* acquire: pairs with the release of w1 in weft_fifo_push */
         uint64_t w1 = __atomic_load_n(&t->w1, __ATOMIC_ACQUIRE), w0;
         if (!(w1 >> 63)) {
