@@ -98,8 +98,9 @@ int p2p_bench(weft_comm_t *comm, const perf_opts_t *o)
     weft_proxy_t *proxy = NULL;
     uint32_t local_id, remote_id, chan;
     size_t max = o->max_bytes < 4096 ? 4096 : o->max_bytes;
-    int nranks, rc = 1;
+    int nranks, rc = 1, net, nsock = 2;
     double us;
+    tcp_ref_t *ref = NULL;
 
     memset(&p, 0, sizeof(p));
     p.comm = comm;
@@ -111,25 +112,38 @@ int p2p_bench(weft_comm_t *comm, const perf_opts_t *o)
         return 2;
     }
     p.peer = 1 - p.rank;
+    net = o->transport == WEFT_TRANSPORT_ETHERNET;
     if (weft_mem_alloc(comm, max, &buf) || weft_mem_alloc(comm, 4096, &pkt) ||
-        weft_mem_register(comm, buf, max, WEFT_TRANSPORT_IPC, &buf_mem) ||
-        weft_mem_register(comm, pkt, 4096, WEFT_TRANSPORT_IPC, &pkt_mem))
+        weft_mem_register(comm, buf, max, o->transport, &buf_mem) ||
+        weft_mem_register(comm, pkt, 4096, o->transport, &pkt_mem))
         goto out;
     weft_mem_serialize(buf_mem, &h[0]);
     weft_mem_serialize(pkt_mem, &h[1]);
+    /* memory channels need the peer's memory mapped here: IPC only */
     if (weft_bootstrap_send(comm, h, sizeof(h), p.peer, 1) || weft_bootstrap_recv(comm, h, sizeof(h), p.peer, 1) ||
         weft_mem_deserialize(comm, &h[0], &rbuf) || weft_mem_deserialize(comm, &h[1], &rpkt) ||
-        weft_connection_create(comm, p.peer, WEFT_TRANSPORT_IPC, &conn) || weft_semaphore_create(conn, &sema) ||
-        weft_semaphore_create(conn, &psema) || weft_memory_channel_create(sema, rbuf, buf_mem, pkt_mem, &mc) ||
-        weft_memory_channel_create(sema, rpkt, buf_mem, pkt_mem, &mcp) || weft_proxy_create(comm, 0, &proxy) ||
+        weft_connection_create(comm, p.peer, o->transport, &conn) || weft_semaphore_create(conn, &sema) ||
+        weft_semaphore_create(conn, &psema) ||
+        (!net && weft_memory_channel_create(sema, rbuf, buf_mem, pkt_mem, &mc)) ||
+        (!net && weft_memory_channel_create(sema, rpkt, buf_mem, pkt_mem, &mcp)) || weft_proxy_create(comm, 0, &proxy) ||
         weft_proxy_add_memory(proxy, buf_mem, &local_id) || weft_proxy_add_memory(proxy, rbuf, &remote_id) ||
         weft_proxy_add_semaphore(proxy, psema, &chan) || weft_proxy_start(proxy) ||
         weft_stream_create(comm, &p.stream)) {
         fprintf(stderr, "rank %d: p2p setup failed: %s\n", p.rank, weft_get_last_error());
         goto out;
     }
-    weft_memory_channel_device_handle(mc, &p.args.mc);
-    weft_memory_channel_device_handle(mcp, &p.args.mcp);
+    if (net) {
+        const char *ns = getenv("WEFT_NET_SOCKETS");
+        nsock = ns && atoi(ns) > 0 ? atoi(ns) : 2;
+        if (!(ref = tcp_ref_open(comm, p.rank, nsock, max))) {
+            fprintf(stderr, "rank %d: raw TCP reference: cannot connect the two ranks\n", p.rank);
+            goto out;
+        }
+    }
+    if (mc)
+        weft_memory_channel_device_handle(mc, &p.args.mc);
+    if (mcp)
+        weft_memory_channel_device_handle(mcp, &p.args.mcp);
     weft_port_channel_device_handle(proxy, chan, remote_id, local_id, &p.args.pc);
     p.args.rank = p.rank;
     p.args.flag = 1;
@@ -137,7 +151,8 @@ int p2p_bench(weft_comm_t *comm, const perf_opts_t *o)
     if (p.rank == 0) {
         const char *backend = "?";
         weft_comm_backend(comm, &backend);
-        printf("# weft-perf p2p: ranks 0 and 1, %s backend; medians of %d repetitions\n", backend, o->reps);
+        printf("# weft-perf p2p: ranks 0 and 1, %s backend, %s transport%s; medians of %d repetitions\n", backend,
+               net ? "ethernet" : "ipc", net ? " (port channel; reference: raw TCP, same streams)" : "", o->reps);
         printf("#\n# %-34s %10s %12s\n", "latency (round trip)", "iters", "median(us)");
     }
     {
@@ -146,8 +161,8 @@ int p2p_bench(weft_comm_t *comm, const perf_opts_t *o)
             {"p2p_ll_pingpong", "memory channel LL16 packets (8 B)"},
             {"p2p_pc_pingpong", "port channel put+signal (8 B)"},
         };
-        for (size_t i = 0; i < sizeof(lat) / sizeof(lat[0]); i++) {
-            int iters = o->iters * 50;
+        for (size_t i = net ? 2 : 0; i < sizeof(lat) / sizeof(lat[0]); i++) {
+            int iters = o->iters * (net ? 10 : 50);
             if (run(&p, lat[i].kernel, iters, o->reps, 1, &us))
                 goto out;
             if (p.rank == 0)
@@ -156,7 +171,7 @@ int p2p_bench(weft_comm_t *comm, const perf_opts_t *o)
     }
     if (p.rank == 0)
         printf("#\n# %-12s %10s %12s %12s %14s %8s\n", "put size", "iters", "median(us)", "bw(GB/s)",
-               "localcopy(GB/s)", "ratio");
+               net ? "rawtcp(GB/s)" : "localcopy(GB/s)", "ratio");
     /* a GPU block copies with all its threads; a host block is one thread */
     const char *backend = "host";
     weft_comm_backend(comm, &backend);
@@ -164,11 +179,23 @@ int p2p_bench(weft_comm_t *comm, const perf_opts_t *o)
     for (size_t bytes = o->min_bytes < 1024 ? 1024 : o->min_bytes; bytes <= max; bytes *= 4) {
         int iters = bytes >= (64u << 20) ? 2 : bytes >= (1u << 20) ? 10 : 100;
         p.args.bytes = bytes;
-        if (run(&p, "p2p_put_bw", iters, o->reps, copy_threads, &us))
+        double ref_gbs = 0, ref_us;
+        if (run(&p, net ? "p2p_pc_put_bw" : "p2p_put_bw", iters, o->reps, net ? 1 : copy_threads, &us))
             goto out;
+        if (net) {
+            /* the same sizes, protocol and streams over plain TCP, now */
+            if ((ref_us = tcp_ref_us(ref, comm, bytes, iters, o->reps)) < 0) {
+                fprintf(stderr, "rank %d: raw TCP reference failed at %zu bytes\n", p.rank, bytes);
+                goto out;
+            }
+            ref_gbs = (double)bytes / ref_us / 1e3;
+        } else if (p.rank == 0) {
+            ref_gbs = local_copy_gbs(&p, bytes);
+        }
         if (p.rank == 0) {
-            double bw = (double)bytes / us / 1e3, ref = local_copy_gbs(&p, bytes);
-            printf("  %-12zu %10d %12.2f %12.3f %14.3f %8.2f\n", bytes, iters, us, bw, ref, ref > 0 ? bw / ref : 0);
+            double bw = (double)bytes / us / 1e3;
+            printf("  %-12zu %10d %12.2f %12.3f %14.3f %8.2f\n", bytes, iters, us, bw, ref_gbs,
+                   ref_gbs > 0 ? bw / ref_gbs : 0);
             fflush(stdout);
         }
         if (bytes > max / 4)
@@ -176,6 +203,7 @@ int p2p_bench(weft_comm_t *comm, const perf_opts_t *o)
     }
     rc = 0;
 out:
+    tcp_ref_close(ref);
     weft_bootstrap_barrier(comm);
     if (p.stream)
         weft_stream_destroy(p.stream);

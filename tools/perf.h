@@ -27,6 +27,7 @@ typedef struct {
     int dtype, redop;
     const char *json; /* --json FILE */
     const char *plot; /* --plot FILE.svg */
+    unsigned transport; /* p2p: WEFT_TRANSPORT_IPC or _ETHERNET (--transport) */
 } perf_opts_t;
 
 typedef struct {
@@ -44,5 +45,12 @@ int perf_op_from_name(const char *s);
 
 /* weft-perf p2p on one rank of a 2-rank communicator. */
 int p2p_bench(weft_comm_t *comm, const perf_opts_t *o);
+
+/* tcp_ref.c: raw TCP between ranks 0 and 1 with @p nsock streams. */
+typedef struct tcp_ref tcp_ref_t;
+tcp_ref_t *tcp_ref_open(weft_comm_t *comm, int rank, int nsock, size_t max_bytes);
+/* Median time of one message of @p bytes and its one-byte answer, us; -1 on failure. */
+double tcp_ref_us(tcp_ref_t *t, weft_comm_t *comm, size_t bytes, int iters, int reps);
+void tcp_ref_close(tcp_ref_t *t);
 
 #endif

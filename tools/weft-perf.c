@@ -221,20 +221,22 @@ static void usage(FILE *out)
             "  -d TYPE   int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double f8e4m3 f8e5m2\n"
             "  -o OP     sum prod min max avg                    --algo NAME  force an algorithm\n"
             "  --ranks N fork N local ranks (default: join a launcher-started job)\n"
-            "  --backend NAME  GPU backend (host, cuda, hip)\n");
+            "  --backend NAME  GPU backend (host, cuda, hip)\n"
+            "  --transport ipc|ethernet  p2p: the peers' link (ethernet: port channel over TCP,\n"
+            "            compared with raw TCP over as many streams, WEFT_NET_SOCKETS)\n");
 }
 
 int main(int argc, char **argv)
 {
     opts_t o = {.min_bytes = 8, .max_bytes = 1 << 20, .factor = 2, .iters = 20, .warmup = 5, .check = 1, .reps = 7,
-                .dtype = WEFT_FLOAT32, .redop = WEFT_SUM};
+                .dtype = WEFT_FLOAT32, .redop = WEFT_SUM, .transport = WEFT_TRANSPORT_IPC};
     weft_comm_config_t cfg = WEFT_COMM_CONFIG_INIT;
     int nranks = 0, c;
     const char *algo = NULL;
     static const struct option longopts[] = {
         {"ranks", required_argument, NULL, 'R'}, {"backend", required_argument, NULL, 'B'},
         {"algo", required_argument, NULL, 'A'}, {"json", required_argument, NULL, 'J'},
-        {"plot", required_argument, NULL, 'P'},
+        {"plot", required_argument, NULL, 'P'}, {"transport", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
 
     if (argc < 2) {
@@ -248,6 +250,14 @@ int main(int argc, char **argv)
         case 'A': algo = optarg; break;
         case 'J': o.json = optarg; break;
         case 'P': o.plot = optarg; break;
+        case 'T':
+            if (strcmp(optarg, "ipc") == 0)
+                o.transport = WEFT_TRANSPORT_IPC;
+            else if (strcmp(optarg, "ethernet") == 0)
+                o.transport = WEFT_TRANSPORT_ETHERNET;
+            else
+                goto bad;
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }

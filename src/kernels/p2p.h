@@ -100,4 +100,22 @@ WEFT_DEVICE void weft_p2p_put_bw(const weft_kctx_t *k, void *args)
     }
 }
 
+/* The same through a port channel (the proxy moves the bytes: over the
+ * network, or with the copy engine). Rank 1 acknowledges each put. */
+WEFT_DEVICE void weft_p2p_pc_put_bw(const weft_kctx_t *k, void *args)
+{
+    weft_p2p_args_t *a = (weft_p2p_args_t *)args;
+    if (k->block || k->thread)
+        return;
+    for (int i = 0; i < a->iters; i++) {
+        if (a->rank == 0) {
+            if (weft_pc_put_with_signal(&a->pc, 0, 0, a->bytes) || weft_pc_wait(&a->pc))
+                return;
+        } else {
+            if (weft_pc_wait(&a->pc) || weft_pc_signal(&a->pc))
+                return;
+        }
+    }
+}
+
 #endif

@@ -18,6 +18,7 @@ WEFT_CUDA_WRAP(weft_p2p_mc_pingpong, weft_p2p_args_t)
 WEFT_CUDA_WRAP(weft_p2p_ll_pingpong, weft_p2p_args_t)
 WEFT_CUDA_WRAP(weft_p2p_pc_pingpong, weft_p2p_args_t)
 WEFT_CUDA_WRAP(weft_p2p_put_bw, weft_p2p_args_t)
+WEFT_CUDA_WRAP(weft_p2p_pc_put_bw, weft_p2p_args_t)
 WEFT_CUDA_WRAP(weft_coll_allreduce_packet, weft_coll_args_t)
 WEFT_CUDA_WRAP(weft_coll_allreduce_rsag, weft_coll_args_t)
 WEFT_CUDA_WRAP(weft_coll_allgather_mesh, weft_coll_args_t)
@@ -40,6 +41,7 @@ extern "C" const weft_cuda_kernel_t weft_cuda_kernels[] = {
     ENTRY("p2p_ll_pingpong", weft_p2p_ll_pingpong, weft_p2p_args_t),
     ENTRY("p2p_pc_pingpong", weft_p2p_pc_pingpong, weft_p2p_args_t),
     ENTRY("p2p_put_bw", weft_p2p_put_bw, weft_p2p_args_t),
+    ENTRY("p2p_pc_put_bw", weft_p2p_pc_put_bw, weft_p2p_args_t),
     ENTRY("coll_allreduce_packet", weft_coll_allreduce_packet, weft_coll_args_t),
     ENTRY("coll_allreduce_rsag", weft_coll_allreduce_rsag, weft_coll_args_t),
     ENTRY("coll_allgather_mesh", weft_coll_allgather_mesh, weft_coll_args_t),

@@ -18,7 +18,7 @@ void weft_host_yield(unsigned spins)
     /* Ranks and their blocks often outnumber the cores, and sched_yield
      * alone lets a spinning thread keep its core for a whole time slice.
      * After a burst of yields, sleep, longer the longer we wait
-     * (1 us .. 64 us), so the thread we wait for gets the core. */
+     * (2 us .. 64 us), so the thread we wait for gets the core. */
     static __thread int slack_set;
     if (spins < 256) {
         sched_yield();
@@ -28,7 +28,9 @@ void weft_host_yield(unsigned spins)
         prctl(PR_SET_TIMERSLACK, 1000ul, 0, 0, 0); /* 1 us instead of 50 us */
         slack_set = 1;
     }
-    unsigned us = spins < 64 ? 1 : spins < 512 ? 8 : 64;
+    /* Short sleeps for a long while: a reply that crosses a network (tens
+     * to hundreds of us) must not wait out a 64 us sleep at each end. */
+    unsigned us = spins < 1024 ? 2 : spins < 16384 ? 8 : 64;
     struct timespec ts = {0, (long)us * 1000};
     nanosleep(&ts, NULL);
 }

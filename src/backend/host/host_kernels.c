@@ -11,6 +11,7 @@ static const weft_builtin_kernel_t builtins[] = {
     {"p2p_ll_pingpong", weft_p2p_ll_pingpong, sizeof(weft_p2p_args_t)},
     {"p2p_pc_pingpong", weft_p2p_pc_pingpong, sizeof(weft_p2p_args_t)},
     {"p2p_put_bw", weft_p2p_put_bw, sizeof(weft_p2p_args_t)},
+    {"p2p_pc_put_bw", weft_p2p_pc_put_bw, sizeof(weft_p2p_args_t)},
     {"coll_allreduce_packet", weft_coll_allreduce_packet, sizeof(weft_coll_args_t)},
     {"coll_allreduce_rsag", weft_coll_allreduce_rsag, sizeof(weft_coll_args_t)},
     {"coll_allgather_mesh", weft_coll_allgather_mesh, sizeof(weft_coll_args_t)},

@@ -38,6 +38,7 @@
 #define WEFT_ETH_MAX_SOCKETS 16
 #define WEFT_ETH_QUEUE 256   /* items per socket queue */
 #define WEFT_ETH_POSTS 4096  /* posts tracked for poll */
+#define WEFT_ETH_INLINE_BYTES 65536 /* frames this small go out from the posting thread */
 
 enum { WEFT_ETH_WRITE = 1, WEFT_ETH_SIGNAL = 2, WEFT_ETH_ADD = 3, WEFT_ETH_BYE = 4 };
 
@@ -81,7 +82,9 @@ typedef struct weft_eth_sock {
     int sender_started, receiver_started;
     /* queue: guarded by ep->lock */
     weft_eth_item_t q[WEFT_ETH_QUEUE];
-    uint64_t q_head, q_tail; /* items queued = q_tail; taken = q_head */
+    uint64_t q_head, q_tail; /* frames assigned to the socket = q_tail; sent = q_head */
+    int busy;                /* a frame is being sent (by the thread or the poster) */
+    pthread_cond_t cond;     /* work for this socket's sender thread */
     uint64_t applied;        /* frames applied by the receiver (atomic) */
     char *bounce_send, *bounce_recv; /* pinned staging for device memory */
     weft_gpu_stream_t *stream_send, *stream_recv;
@@ -97,7 +100,13 @@ struct weft_net_ep {
     int peer, nsock;
     weft_eth_sock_t sock[WEFT_ETH_MAX_SOCKETS];
     pthread_mutex_t lock;
-    pthread_cond_t cond;      /* queue space, queue items, sends done, frames applied */
+    /* Each waits for one thing, and is broadcast only while someone waits:
+     * on two cores, waking every thread for every frame costs more than
+     * the frame. */
+    pthread_cond_t done_cond;    /* frames sent: posts waiting for a slot, flush, close */
+    pthread_cond_t applied_cond; /* frames applied: a signal waiting for another socket */
+    int done_waiters;            /* guarded by lock */
+    int applied_waiters;         /* atomic (see applied_one) */
     int stop_fd;              /* eventfd: readable when threads must leave */
     int started;              /* every thread runs */
     int stopping;             /* guarded by lock */
