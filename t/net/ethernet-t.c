@@ -291,9 +291,33 @@ static int no_fds(int rank, int nranks, void *arg)
     return 0;
 }
 
+/* Netns mode: both ranks stream at each other until the link fails under
+ * them (the caller takes it down); prints the error. 0 if it names the peer. */
+static int stream_until_error(int rank, int nranks)
+{
+    weft_comm_t *comm;
+    net_t n;
+    weft_status_t status;
+    char peer[32];
+    if (!init_comm(rank, nranks, &comm, 3000) || !net_setup(&n, comm)) {
+        printf("error: set-up failed: %s\n", weft_get_last_error());
+        return 1;
+    }
+    n.size = 1u << 20;
+    n.rounds = 1 << 30;
+    n.nowait = 1;
+    status = launch(&n);
+    printf("error: %s (%s)\n", weft_get_last_error(), weft_status_string(status));
+    snprintf(peer, sizeof(peer), "rank %d", 1 - rank);
+    weft_comm_abort(comm);
+    return status != WEFT_OK && strstr(weft_get_last_error(), peer) ? 0 : 1;
+}
+
 int main(void)
 {
     ranks_result_t res;
+    if (getenv("WEFT_TEST_NETNS_STREAM"))
+        return stream_until_error(atoi(getenv("WEFT_RANK") ? getenv("WEFT_RANK") : "0"), 2);
     if (getenv("WEFT_TEST_NETNS")) {
         /* one rank of a job spread over namespaces: the caller checks */
         int rank = atoi(getenv("WEFT_RANK") ? getenv("WEFT_RANK") : "0");
