@@ -2,6 +2,8 @@
 #include "config.h"
 #include "coll.h"
 #include "gpu.h"
+#include "net.h"
+#include "topo.h"
 #include "param.h"
 #include "sock.h"
 #include "weft.h"
@@ -53,13 +55,7 @@ static int print_build(void)
     printf("GPU backends:");
     for (int i = 0; names[i]; i++)
         printf(" %s", names[i]);
-    printf("\nnetworks: ethernet%s\n",
-#ifdef WEFT_HAVE_VERBS
-           " ib"
-#else
-           ""
-#endif
-    );
+    printf("\nnetworks: %s\n", weft_net_built());
     printf("hwloc: %s\n",
 #ifdef WEFT_HAVE_HWLOC
            "yes"
@@ -92,6 +88,14 @@ static int print_build(void)
     if (weft_addr_pick_local(&local) == WEFT_OK) {
         weft_addr_format(&local, text, sizeof(text));
         printf("bootstrap address: %s\n", text);
+    }
+    {
+        /* with WEFT_TOPO_FILE: what weft would make of another machine */
+        weft_topo_t *topo;
+        if (weft_topo_load(NULL, &topo) == WEFT_OK) {
+            weft_topo_print(topo, stdout);
+            weft_topo_free(topo);
+        }
     }
     return 0;
 }

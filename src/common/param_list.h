@@ -62,3 +62,5 @@ WEFT_PARAM(IB_HCA, "WEFT_IB_HCA", STR, "",
            "ib: HCAs to use, e.g. mlx5_0:1,mlx5_1 (prefix match; ^ excludes; =exact)")
 WEFT_PARAM(IB_GID_INDEX, "WEFT_IB_GID_INDEX", INT, "-1",
            "ib (RoCE): GID index to use; -1 picks a RoCE v2 IPv4-mapped GID, else v2, else v1")
+WEFT_PARAM(TOPO_FILE, "WEFT_TOPO_FILE", STR, "",
+           "hwloc XML file to take the topology from instead of probing this machine")

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "semaphore.h"
 #include "log.h"
+#include "topo.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -97,6 +98,20 @@ static void proxy_failed(weft_proxy_t *p, weft_status_t status)
     weft_dev_record(p->comm->ctl, WEFT_DEV_PROXY_FAILED, p->failed_peer, WEFT_DEV_OP_FLUSH);
 }
 
+/* The proxy copies and posts for its GPU: run it on the CPUs of the GPU's
+ * NUMA node (where its NICs are too). Host backend: no GPU, no pinning. */
+static void pin_near_gpu(weft_comm_t *comm)
+{
+    weft_gpu_props_t props;
+    const weft_topo_t *topo;
+    int gpu;
+    if (comm->gpu->props(comm->gctx, &props) != WEFT_OK || !props.pci_bus_id[0] || !(topo = weft_topo_shared()))
+        return;
+    if ((gpu = weft_topo_find_gpu(topo, props.pci_bus_id)) >= 0 && weft_topo_bind_near_gpu(topo, gpu) == WEFT_OK)
+        weft_debug(WEFT_SUB_PROXY, "rank %d: proxy pinned near GPU %s (NUMA %d)", comm->rank, props.pci_bus_id,
+                   weft_topo_gpu(topo, gpu)->numa);
+}
+
 static void *proxy_main(void *arg)
 {
     weft_proxy_t *p = arg;
@@ -105,6 +120,7 @@ static void *proxy_main(void *arg)
 
     /* Idle sleeps of 20 us must not become 70 (the default 50 us slack). */
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+    pin_near_gpu(p->comm);
 
     for (;;) {
         weft_trigger_t *t = &p->triggers[tail & (p->size - 1)];
