@@ -31,11 +31,12 @@
 #include <sys/uio.h>
 
 #include "net.h"
+#include "net_sideband.h"
 #include "sock.h"
 
 #define WEFT_ETH_MAGIC 0x45544657u /* "WFTE" */
 #define WEFT_ETH_HDR_BYTES 40
-#define WEFT_ETH_MAX_SOCKETS 16
+#define WEFT_ETH_MAX_SOCKETS WEFT_SB_MAX_SOCKETS
 #define WEFT_ETH_QUEUE 256   /* items per socket queue */
 #define WEFT_ETH_POSTS 4096  /* posts tracked for poll */
 #define WEFT_ETH_INLINE_BYTES 65536 /* frames this small go out from the posting thread */

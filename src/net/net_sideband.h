@@ -1,0 +1,23 @@
+/* Side-band sockets between ranks: see net_sideband.c for the protocol. */
+#ifndef WEFT_NET_SIDEBAND_H
+#define WEFT_NET_SIDEBAND_H
+
+#include "net.h"
+
+#define WEFT_SB_MAX_SOCKETS 16 /* per connection */
+
+typedef struct weft_sb_listener weft_sb_listener_t;
+
+/* Listens where env->local says; @p addr is what peers connect to. */
+weft_status_t weft_sb_listen(const weft_net_env_t *env, uint8_t addr[WEFT_NET_ADDR_BYTES], weft_sb_listener_t **out);
+void weft_sb_listen_close(weft_sb_listener_t *l);
+/* Waits until every socket of the connection @p want has arrived; their
+ * descriptors in socket order into fds[] (at most @p max), count in *nsock.
+ * Sockets of other connections are kept for their own accept. */
+weft_status_t weft_sb_accept(weft_sb_listener_t *l, const weft_net_ident_t *want, uint64_t deadline, int *fds,
+                             int max, int *nsock);
+/* Opens @p nsock sockets to @p addr for @p ident; descriptors into fds[]. */
+weft_status_t weft_sb_connect(const weft_net_env_t *env, const uint8_t addr[WEFT_NET_ADDR_BYTES],
+                              const weft_net_ident_t *ident, int nsock, uint64_t deadline, int *fds);
+
+#endif
