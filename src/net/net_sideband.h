@@ -4,6 +4,8 @@
 
 #include "net.h"
 
+#include <sys/uio.h>
+
 #define WEFT_SB_MAX_SOCKETS 16 /* per connection */
 
 typedef struct weft_sb_listener weft_sb_listener_t;
@@ -19,5 +21,23 @@ weft_status_t weft_sb_accept(weft_sb_listener_t *l, const weft_net_ident_t *want
 /* Opens @p nsock sockets to @p addr for @p ident; descriptors into fds[]. */
 weft_status_t weft_sb_connect(const weft_net_env_t *env, const uint8_t addr[WEFT_NET_ADDR_BYTES],
                               const weft_net_ident_t *ident, int nsock, uint64_t deadline, int *fds);
+
+/* -- net_io.c: whole-buffer socket I/O with deadlines ------------------------ */
+
+/*
+ * Sends every byte of @p iov (modified as it goes) on the non-blocking
+ * socket @p fd, retrying short writes and EINTR. Gives up with
+ * WEFT_ERR_TIMEOUT when no byte moves for @p idle_ms, WEFT_ERR_ABORTED when
+ * @p stop_fd or @p wake_fd becomes readable (either may be -1), and
+ * WEFT_ERR_REMOTE when the peer reset the connection.
+ */
+weft_status_t weft_net_send_all(int fd, struct iovec *iov, int iovcnt, int idle_ms, int stop_fd, int wake_fd);
+/*
+ * Receives exactly @p len bytes into @p buf, with the same rules. EOF is
+ * WEFT_ERR_REMOTE. @p first_idle_ms bounds the wait for the first byte (-1:
+ * forever, the normal state of an idle connection); @p idle_ms the rest.
+ */
+weft_status_t weft_net_recv_all(int fd, void *buf, size_t len, int first_idle_ms, int idle_ms, int stop_fd,
+                                int wake_fd);
 
 #endif

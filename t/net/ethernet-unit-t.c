@@ -89,7 +89,7 @@ static void io_tests(void)
     iov[0] = (struct iovec){hdr, sizeof(hdr)};
     iov[1] = (struct iovec){src, len / 2};
     iov[2] = (struct iovec){src + len / 2, len - len / 2};
-    status = weft_eth_send_all(sv[0], iov, 3, 5000, -1, -1);
+    status = weft_net_send_all(sv[0], iov, 3, 5000, -1, -1);
     pthread_join(t, NULL);
     is_int(WEFT_OK, status, "send_all: 3 MiB through a 4 KiB socket buffer, a slow reader and a 300 us timer");
     ok(d.len == len + sizeof(hdr) && memcmp(d.out, hdr, sizeof(hdr)) == 0 &&
@@ -111,7 +111,7 @@ static void io_tests(void)
             }
             _exit(0);
         }
-        status = weft_eth_recv_all(sv[1], dst, len, 5000, 5000, -1, -1);
+        status = weft_net_recv_all(sv[1], dst, len, 5000, 5000, -1, -1);
         is_int(WEFT_OK, status, "recv_all: 3 MiB arriving in pieces of 1000 bytes, with EINTR");
         ok(memcmp(dst, src, len) == 0, "recv_all: the bytes are the ones sent");
         waitpid(pid, NULL, 0);
@@ -122,21 +122,21 @@ static void io_tests(void)
     /* no byte for the idle deadline: a timeout, not a hang */
     {
         long t0 = weft_now_ns() / 1000000;
-        status = weft_eth_recv_all(sv[1], dst, 8, 300, 300, -1, -1);
+        status = weft_net_recv_all(sv[1], dst, 8, 300, 300, -1, -1);
         is_int(WEFT_ERR_TIMEOUT, status, "recv_all: a silent peer times out");
         ok(weft_now_ns() / 1000000 - t0 < 2000, "recv_all: ... within its deadline");
     }
     /* EOF mid-buffer */
     send(sv[0], src, 5, MSG_NOSIGNAL);
     close(sv[0]);
-    is_int(WEFT_ERR_REMOTE, weft_eth_recv_all(sv[1], dst, 8, 1000, 1000, -1, -1),
+    is_int(WEFT_ERR_REMOTE, weft_net_recv_all(sv[1], dst, 8, 1000, 1000, -1, -1),
            "recv_all: EOF after 5 of 8 bytes is WEFT_ERR_REMOTE");
     close(sv[1]);
     /* writing to a closed peer: an error, not SIGPIPE */
     socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
     close(sv[1]);
     iov[0] = (struct iovec){src, 1 << 20};
-    is_int(WEFT_ERR_REMOTE, weft_eth_send_all(sv[0], iov, 1, 1000, -1, -1),
+    is_int(WEFT_ERR_REMOTE, weft_net_send_all(sv[0], iov, 1, 1000, -1, -1),
            "send_all: a closed peer is WEFT_ERR_REMOTE (no SIGPIPE)");
     close(sv[0]);
     free(src);

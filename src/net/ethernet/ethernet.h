@@ -119,24 +119,6 @@ struct weft_net_ep {
     uint64_t post_head, post_tail; /* polled .. posted */
 };
 
-/* -- ethernet_io.c: whole-buffer socket I/O with deadlines ------------- */
-
-/*
- * Sends every byte of @p iov (modified as it goes) on the non-blocking
- * socket @p fd, retrying short writes and EINTR. Gives up with
- * WEFT_ERR_TIMEOUT when no byte moves for @p idle_ms, WEFT_ERR_ABORTED when
- * @p stop_fd or @p wake_fd becomes readable (either may be -1), and
- * WEFT_ERR_REMOTE when the peer reset the connection.
- */
-weft_status_t weft_eth_send_all(int fd, struct iovec *iov, int iovcnt, int idle_ms, int stop_fd, int wake_fd);
-/*
- * Receives exactly @p len bytes into @p buf, with the same rules. EOF is
- * WEFT_ERR_REMOTE. @p first_idle_ms bounds the wait for the first byte (-1:
- * forever, the normal state of an idle connection); @p idle_ms the rest.
- */
-weft_status_t weft_eth_recv_all(int fd, void *buf, size_t len, int first_idle_ms, int idle_ms, int stop_fd,
-                                int wake_fd);
-
 /* -- ethernet_setup.c ---------------------------------------------------- */
 weft_eth_region_t *weft_eth_region_find(weft_net_ctx_t *ctx, uint32_t id, uint64_t key);
 

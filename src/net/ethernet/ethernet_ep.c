@@ -149,7 +149,7 @@ static weft_status_t send_item(weft_eth_sock_t *s, const weft_eth_item_t *it)
         iov[1].iov_base = (void *)src;
         iov[1].iov_len = it->arg;
     }
-    return weft_eth_send_all(s->fd, iov, 2, env->op_timeout_ms, ep->stop_fd, env->wake_fd);
+    return weft_net_send_all(s->fd, iov, 2, env->op_timeout_ms, ep->stop_fd, env->wake_fd);
 }
 
 /* Accounts a frame sent on @p s (lock held). */
@@ -284,14 +284,14 @@ static weft_status_t land_write(weft_eth_sock_t *s, uint32_t id, uint64_t key, u
         return WEFT_ERR_PROTOCOL;
     }
     if (!r->device) {
-        status = weft_eth_recv_all(s->fd, r->ptr + off, len, env->op_timeout_ms, env->op_timeout_ms, ep->stop_fd,
+        status = weft_net_recv_all(s->fd, r->ptr + off, len, env->op_timeout_ms, env->op_timeout_ms, ep->stop_fd,
                                    env->wake_fd);
     } else {
         /* device memory: through the pinned bounce buffer, chunk by chunk */
         uint64_t done = 0;
         while (status == WEFT_OK && done < len) {
             size_t n = (size_t)WEFT_MIN(len - done, (uint64_t)ctx->chunk);
-            status = weft_eth_recv_all(s->fd, s->bounce_recv, n, env->op_timeout_ms, env->op_timeout_ms,
+            status = weft_net_recv_all(s->fd, s->bounce_recv, n, env->op_timeout_ms, env->op_timeout_ms,
                                        ep->stop_fd, env->wake_fd);
             if (status == WEFT_OK)
                 status = env->gpu->memcpy_async(env->gctx, r->ptr + off + done, s->bounce_recv, n, s->stream_recv);
@@ -318,7 +318,7 @@ static weft_status_t land_signal(weft_eth_sock_t *s, int add, uint32_t id, uint6
     weft_status_t status;
     uint64_t end;
 
-    status = weft_eth_recv_all(s->fd, need_wire, 8 * (size_t)ep->nsock, env->op_timeout_ms, env->op_timeout_ms,
+    status = weft_net_recv_all(s->fd, need_wire, 8 * (size_t)ep->nsock, env->op_timeout_ms, env->op_timeout_ms,
                                ep->stop_fd, env->wake_fd);
     if (status != WEFT_OK) {
         snprintf(why, whylen, "receiving a signal: %s", weft_status_string(status));
@@ -379,7 +379,7 @@ static void *receiver_main(void *arg)
         uint64_t key, off, val;
 
         /* An idle connection may stay silent forever; a frame once begun must finish. */
-        status = weft_eth_recv_all(s->fd, h, sizeof(h), -1, env->op_timeout_ms, ep->stop_fd, env->wake_fd);
+        status = weft_net_recv_all(s->fd, h, sizeof(h), -1, env->op_timeout_ms, ep->stop_fd, env->wake_fd);
         if (status != WEFT_OK) {
             if (status == WEFT_ERR_ABORTED)
                 return NULL; /* closing, or the communicator aborted */

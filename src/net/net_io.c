@@ -1,7 +1,7 @@
 /* Whole-buffer socket I/O for the data path: short transfers, EINTR,
  * deadlines without progress, and stop/abort descriptors. */
 #include "config.h"
-#include "ethernet.h"
+#include "net_sideband.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -38,7 +38,7 @@ static weft_status_t errno_status(int err)
     }
 }
 
-weft_status_t weft_eth_send_all(int fd, struct iovec *iov, int iovcnt, int idle_ms, int stop_fd, int wake_fd)
+weft_status_t weft_net_send_all(int fd, struct iovec *iov, int iovcnt, int idle_ms, int stop_fd, int wake_fd)
 {
     struct msghdr msg = {0};
     weft_status_t status;
@@ -77,7 +77,7 @@ weft_status_t weft_eth_send_all(int fd, struct iovec *iov, int iovcnt, int idle_
     return WEFT_OK;
 }
 
-weft_status_t weft_eth_recv_all(int fd, void *buf, size_t len, int first_idle_ms, int idle_ms, int stop_fd,
+weft_status_t weft_net_recv_all(int fd, void *buf, size_t len, int first_idle_ms, int idle_ms, int stop_fd,
                                 int wake_fd)
 {
     char *p = buf;
