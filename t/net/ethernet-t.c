@@ -25,6 +25,7 @@
 
 #define MAXR 8
 static weft_unique_id_t id;
+static unsigned transport = WEFT_TRANSPORT_ETHERNET; /* WEFT_TEST_TRANSPORT=ib: the verbs provider */
 static const size_t sizes[] = {1, 3, 4095, 65536, (1u << 20) + 7, (5u << 20) + 9};
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 #define STRIDE ((size_t)(5u << 20) + 64)
@@ -73,25 +74,25 @@ static int net_setup(net_t *n, weft_comm_t *comm)
     n->bytes = (size_t)(n->nranks + 1) * STRIDE + 64;
     rank_step("register %zu bytes for ethernet", n->bytes);
     if (weft_mem_alloc(comm, n->bytes, (void **)&n->buf) != WEFT_OK ||
-        weft_mem_register(comm, n->buf, n->bytes, WEFT_TRANSPORT_ETHERNET, &n->mem) != WEFT_OK ||
+        weft_mem_register(comm, n->buf, n->bytes, transport, &n->mem) != WEFT_OK ||
         weft_mem_serialize(n->mem, &h[n->rank]) != WEFT_OK || weft_bootstrap_allgather(comm, h, sizeof(h[0])) != WEFT_OK)
-        return rank_fail("registration: %s", weft_get_last_error());
+        return !rank_fail("registration: %s", weft_get_last_error());
     if (weft_proxy_create(comm, 64, &n->proxy) != WEFT_OK || weft_proxy_add_memory(n->proxy, n->mem, &local_id))
-        return rank_fail("proxy: %s", weft_get_last_error());
+        return !rank_fail("proxy: %s", weft_get_last_error());
     for (int p = 0; p < n->nranks; p++) {
         if (p == n->rank)
             continue;
         rank_step("ethernet connection to rank %d", p);
         if (weft_mem_deserialize(comm, &h[p], &n->rmem[p]) != WEFT_OK ||
-            weft_connection_create(comm, p, WEFT_TRANSPORT_ETHERNET, &n->conn[p]) != WEFT_OK ||
+            weft_connection_create(comm, p, transport, &n->conn[p]) != WEFT_OK ||
             weft_semaphore_create(n->conn[p], &n->sema[p]) != WEFT_OK ||
             weft_proxy_add_memory(n->proxy, n->rmem[p], &rid) != WEFT_OK ||
             weft_proxy_add_semaphore(n->proxy, n->sema[p], &ch) != WEFT_OK)
-            return rank_fail("channel to rank %d: %s", p, weft_get_last_error());
+            return !rank_fail("channel to rank %d: %s", p, weft_get_last_error());
         weft_port_channel_device_handle(n->proxy, ch, rid, local_id, &n->pc[p]);
     }
     if (weft_proxy_start(n->proxy) != WEFT_OK || comm->gpu->stream_create(comm->gctx, &n->stream) != WEFT_OK)
-        return rank_fail("proxy start / stream");
+        return !rank_fail("proxy start / stream");
     return 1;
 }
 
@@ -313,9 +314,33 @@ static int stream_until_error(int rank, int nranks)
     return status != WEFT_OK && strstr(weft_get_last_error(), peer) ? 0 : 1;
 }
 
+/* Can this machine register memory for the ib transport? 77 if not. */
+static int ib_probe(int rank, int nranks, void *arg)
+{
+    weft_comm_t *comm;
+    void *buf;
+    weft_mem_t *mem;
+    weft_status_t status;
+    (void)arg;
+    if (!init_comm(rank, nranks, &comm, 5000) || weft_mem_alloc(comm, 4096, &buf) != WEFT_OK)
+        return rank_fail("init: %s", weft_get_last_error());
+    status = weft_mem_register(comm, buf, 4096, WEFT_TRANSPORT_IB, &mem);
+    if (status == WEFT_OK)
+        weft_mem_deregister(mem);
+    weft_mem_free(comm, buf);
+    weft_comm_destroy(comm);
+    return status == WEFT_OK ? 0 : 77;
+}
+
 int main(void)
 {
     ranks_result_t res;
+    if (getenv("WEFT_TEST_TRANSPORT") && strcmp(getenv("WEFT_TEST_TRANSPORT"), "ib") == 0) {
+        transport = WEFT_TRANSPORT_IB;
+        run_ranks(1, 30000, ib_probe, NULL, &res);
+        if (res.code[0] == 77)
+            skip_all("no usable InfiniBand or RoCE device here (and no rdma_rxe): the ib data path was not run");
+    }
     if (getenv("WEFT_TEST_NETNS_STREAM"))
         return stream_until_error(atoi(getenv("WEFT_RANK") ? getenv("WEFT_RANK") : "0"), 2);
     if (getenv("WEFT_TEST_NETNS")) {

@@ -51,14 +51,14 @@ static inline int mesh_setup(mesh_t *m, weft_comm_t *comm, size_t bytes)
     weft_comm_rank(comm, &m->rank);
     weft_comm_size(comm, &m->nranks);
     if (m->nranks > MESH_MAX)
-        return rank_fail("mesh: too many ranks");
+        return !rank_fail("mesh: too many ranks");
     if (weft_mem_alloc(comm, bytes, (void **)&m->buf) != WEFT_OK ||
         weft_mem_alloc(comm, bytes, (void **)&m->pkt) != WEFT_OK ||
         weft_mem_register(comm, m->buf, bytes, WEFT_TRANSPORT_IPC, &m->buf_mem) != WEFT_OK ||
         weft_mem_register(comm, m->pkt, bytes, WEFT_TRANSPORT_IPC, &m->pkt_mem) != WEFT_OK)
-        return rank_fail("mesh: buffers: %s", weft_get_last_error());
+        return !rank_fail("mesh: buffers: %s", weft_get_last_error());
     if (!mesh_exchange(m, m->buf_mem, m->rbuf) || !mesh_exchange(m, m->pkt_mem, m->rpkt))
-        return rank_fail("mesh: exchange: %s", weft_get_last_error());
+        return !rank_fail("mesh: exchange: %s", weft_get_last_error());
     for (int p = 0; p < m->nranks; p++) {
         if (p == m->rank)
             continue;
@@ -66,12 +66,12 @@ static inline int mesh_setup(mesh_t *m, weft_comm_t *comm, size_t bytes)
             weft_semaphore_create(m->conn[p], &m->sema[p]) != WEFT_OK ||
             weft_memory_channel_create(m->sema[p], m->rbuf[p], m->buf_mem, m->pkt_mem, &m->mc[p]) != WEFT_OK ||
             weft_memory_channel_create(m->sema[p], m->rpkt[p], m->buf_mem, m->pkt_mem, &m->mcp[p]) != WEFT_OK)
-            return rank_fail("mesh: channel to rank %d: %s", p, weft_get_last_error());
+            return !rank_fail("mesh: channel to rank %d: %s", p, weft_get_last_error());
         weft_memory_channel_device_handle(m->mc[p], &m->dev[p]);
         weft_memory_channel_device_handle(m->mcp[p], &m->devp[p]);
     }
     if (comm->gpu->stream_create(comm->gctx, &m->stream) != WEFT_OK)
-        return rank_fail("mesh: stream");
+        return !rank_fail("mesh: stream");
     return 1;
 }
 

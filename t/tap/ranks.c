@@ -112,7 +112,7 @@ int run_ranks(int nranks, int timeout_ms, rank_fn_t fn, void *arg, ranks_result_
             int rc = fn(r, nranks, arg);
             snprintf(shared->step[r], sizeof(shared->step[r]), "finished");
             fflush(stdout);
-            _exit(rc ? 1 : 0);
+            _exit(rc < 0 || rc > 125 ? 1 : rc); /* the return value, as documented */
         }
     }
     while (remaining > 0) {
