@@ -6,9 +6,9 @@
  *
  * Failure: a trigger that cannot be executed (bad ids, out-of-range
  * offsets, a failed connection) records WEFT_DEV_PROXY_FAILED in the
- * device control block, so every device wait gives up instead of waiting
- * for a tail that would never move, and the error becomes the
- * communicator's async error. Abort stops the thread within one idle
+ * device control block (the first error wins), so device waits give up,
+ * and the error becomes the communicator's async error; the trigger is
+ * consumed and the proxy goes on with the next. Abort stops the thread within one idle
  * sleep (<= 1 ms).
  */
 #include "config.h"
@@ -147,11 +147,13 @@ static void *proxy_main(void *arg)
         __atomic_store_n(&t->w0, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&t->w1, 0, __ATOMIC_RELAXED);
         weft_status_t status = execute(p, w0, w1 & ~(1ull << 63));
-        if (status != WEFT_OK) {
+        /* A failed trigger is recorded (device waits give up, the host
+         * reports it) and consumed: the proxy keeps serving the other
+         * channels rather than leaving every waiter to its deadline. */
+        if (status != WEFT_OK)
             proxy_failed(p, status);
-            break;
-        }
-        p->executed++;
+        else
+            p->executed++;
         tail++;
         /* release: the trigger's effects happen before the device sees tail move */
         __atomic_store_n(p->tail, tail, __ATOMIC_RELEASE);

@@ -22,6 +22,9 @@
 #include "wire.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +46,14 @@ struct weft_sb_listener {
     int npending;
     ident_sock_t *ready;  /* identified, waiting for their accept */
 };
+
+/* Unacknowledged data for longer than the operation deadline means the
+ * peer is gone (the bootstrap's sockets allow a minute). */
+static void data_socket_tune(int fd, int op_timeout_ms)
+{
+    unsigned ms = op_timeout_ms > 0 ? (unsigned)op_timeout_ms : 60000u;
+    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms));
+}
 
 static const uint32_t *net_limits(void)
 {
@@ -134,6 +145,7 @@ static void pending_identified(weft_sb_listener_t *l, weft_conn_t *c)
     r->nsock = nsock;
     r->fd = c->fd;
     c->fd = -1; /* the data path owns the socket now */
+    data_socket_tune(r->fd, env->op_timeout_ms);
     r->next = l->ready;
     l->ready = r;
 drop:
@@ -290,6 +302,7 @@ static weft_status_t connect_one(const weft_net_env_t *env, const weft_addr_t *a
     *fd_out = c->fd;
     c->fd = -1;
     weft_conn_free(c);
+    data_socket_tune(*fd_out, env->op_timeout_ms);
     return WEFT_OK;
 }
 
