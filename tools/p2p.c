@@ -86,6 +86,42 @@ static double local_copy_gbs(p2p_t *p, size_t bytes)
     return t[2];
 }
 
+/* Rank 0 puts a pattern of @p bytes with the bandwidth kernel; rank 1
+ * reads what arrived back to the host and compares. 0 if every byte came. */
+static int check_delivery(p2p_t *p, void *buf, size_t bytes, int net, unsigned nthreads)
+{
+    unsigned char *host = malloc(bytes);
+    int good = 1, all[2];
+    double us;
+    if (!host)
+        return 1;
+    for (size_t i = 0; i < bytes; i++)
+        host[i] = p->rank == 0 ? (unsigned char)(i * 31 + (i >> 12) + 7) : 0;
+    if (weft_memcpy(p->stream, buf, host, bytes) != WEFT_OK || weft_stream_synchronize(p->stream) != WEFT_OK)
+        good = 0;
+    p->args.bytes = bytes;
+    if (good && run(p, net ? "p2p_pc_put_bw" : "p2p_put_bw", 1, 1, nthreads, &us))
+        good = 0;
+    if (good && p->rank == 1) {
+        if (weft_memcpy(p->stream, host, buf, bytes) != WEFT_OK || weft_stream_synchronize(p->stream) != WEFT_OK)
+            good = 0;
+        for (size_t i = 0; good && i < bytes; i++)
+            if (host[i] != (unsigned char)(i * 31 + (i >> 12) + 7)) {
+                fprintf(stderr, "rank 1: byte %zu of %zu is %u, want %u\n", i, bytes, host[i],
+                        (unsigned char)(i * 31 + (i >> 12) + 7));
+                good = 0;
+            }
+    }
+    free(host);
+    all[p->rank] = good;
+    if (weft_bootstrap_allgather(p->comm, all, sizeof(int)) != WEFT_OK)
+        return 1;
+    if (p->rank == 0)
+        printf("# delivery check: %zu bytes put and compared at rank 1: %s\n", bytes,
+               all[0] && all[1] ? "ok" : "WRONG");
+    return all[0] && all[1] ? 0 : 1;
+}
+
 int p2p_bench(weft_comm_t *comm, const perf_opts_t *o)
 {
     p2p_t p;
@@ -201,6 +237,8 @@ int p2p_bench(weft_comm_t *comm, const perf_opts_t *o)
         if (bytes > max / 4)
             break;
     }
+    if (check_delivery(&p, buf, max > 4096 ? max - 3 : max, net, net ? 1 : copy_threads))
+        goto out;
     rc = 0;
 out:
     tcp_ref_close(ref);
