@@ -16,6 +16,7 @@
 #include "comm.h"
 #include "weft.h"
 
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,10 +150,21 @@ static int exchange(int rank, int nranks, void *arg)
     int fails = 0;
     const char *sockets = arg;
 
-    if (sockets)
+    if (sockets && strcmp(sockets, "v6") == 0) {
+        /* every socket over the IPv6 loopback */
+        setenv("WEFT_SOCKET_IFNAME", "=lo", 1);
+        setenv("WEFT_SOCKET_FAMILY", "AF_INET6", 1);
+    } else if (sockets) {
         setenv("WEFT_NET_SOCKETS", sockets, 1);
+    }
     if (!init_comm(rank, nranks, &comm, 20000))
         return rank_fail("init: %s", weft_get_last_error());
+    if (sockets && strcmp(sockets, "v6") == 0) {
+        weft_addr_t local;
+        weft_bootstrap_local_addr(comm->boot, &local);
+        if (local.u.sa.sa_family != AF_INET6)
+            return rank_fail("the data listener is not on IPv6");
+    }
     if (!net_setup(&n, comm))
         return 1;
     for (size_t s = 0; s < NSIZES && !fails; s++) {
@@ -314,6 +326,19 @@ static int stream_until_error(int rank, int nranks)
     return status != WEFT_OK && strstr(weft_get_last_error(), peer) ? 0 : 1;
 }
 
+static int ipv6_loopback(void)
+{
+    struct sockaddr_in6 a;
+    int fd = socket(AF_INET6, SOCK_STREAM, 0), ok6;
+    memset(&a, 0, sizeof(a));
+    a.sin6_family = AF_INET6;
+    a.sin6_addr = in6addr_loopback;
+    ok6 = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+    if (fd >= 0)
+        close(fd);
+    return ok6;
+}
+
 /* Can this machine register memory for the ib transport? 77 if not. */
 static int ib_probe(int rank, int nranks, void *arg)
 {
@@ -351,10 +376,14 @@ int main(void)
         printf("rank %d: %s\n", rank, fails ? "FAILED" : "ok");
         return fails ? 1 : 0;
     }
-    plan(6);
+    plan(7);
     ok(run_ranks(2, 120000, exchange, "1", NULL), "2 ranks, 1 socket: port channel puts of 1 B .. 5 MiB at odd offsets");
     ok(run_ranks(2, 120000, exchange, "4", NULL), "2 ranks, 4 sockets: striped writes, signals after all of them");
     ok(run_ranks(3, 120000, exchange, "2", NULL), "3 ranks, 2 sockets: all pairs at once, host semaphores");
+    if (ipv6_loopback())
+        ok(run_ranks(2, 120000, exchange, "v6", NULL), "2 ranks over the IPv6 loopback ([::1])");
+    else
+        skip("IPv6 loopback is not available here");
     ok(run_ranks(2, 60000, peer_fails, (void *)(intptr_t)KILLED, &res),
        "a peer killed mid-transfer: rank 0 gets an error naming rank 1");
     run_ranks(2, 60000, peer_fails, (void *)(intptr_t)STOPPED, &res);
