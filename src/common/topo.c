@@ -9,6 +9,8 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,21 +161,54 @@ static long read_long(const char *path, int base)
     return v;
 }
 
-/* A class device's PCI address and NUMA node, from its "device" link. */
+static int is_pci_address(const char *s)
+{
+    /* dddd:bb:dd.f */
+    unsigned a, b, c, d;
+    char tail;
+    return strlen(s) == 12 && sscanf(s, "%4x:%2x:%2x.%1x%c", &a, &b, &c, &d, &tail) == 4;
+}
+
+/* A class device's PCI address and NUMA node: the last PCI device on the
+ * path its "device" link resolves to (virtio and other buses sit below
+ * one). Left empty for virtual devices. */
 static void class_dev(const char *cls, const char *name, weft_topo_dev_t *d)
 {
-    char path[512], target[512];
-    ssize_t n;
-    const char *slash;
+    char path[512], real[PATH_MAX], *tok, *save = NULL;
     snprintf(path, sizeof(path), "/sys/class/%s/%s/device", cls, name);
-    n = readlink(path, target, sizeof(target) - 1);
-    if (n > 0) {
-        target[n] = '\0';
-        slash = strrchr(target, '/');
-        snprintf(d->busid, sizeof(d->busid), "%.15s", slash ? slash + 1 : target);
+    if (!realpath(path, real))
+        return;
+    for (tok = strtok_r(real, "/", &save); tok; tok = strtok_r(NULL, "/", &save))
+        if (is_pci_address(tok))
+            snprintf(d->busid, sizeof(d->busid), "%.15s", tok);
+    if (d->busid[0]) {
+        snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/numa_node", d->busid);
+        d->numa = (int)read_long(path, 10);
     }
-    snprintf(path, sizeof(path), "/sys/class/%s/%s/device/numa_node", cls, name);
-    d->numa = (int)read_long(path, 10);
+}
+
+/* NUMA nodes and their CPUs ("0-3,8-11"), for pinning. */
+static void sysfs_numa(weft_topo_t *t)
+{
+    for (int n = 0; n < WEFT_TOPO_MAX; n++) {
+        char path[96], list[4096], *tok, *save = NULL;
+        FILE *f;
+        snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/cpulist", n);
+        if (!(f = fopen(path, "re")))
+            continue;
+        if (fgets(list, sizeof(list), f)) {
+            CPU_ZERO(&t->numa_cpus[n]);
+            for (tok = strtok_r(list, ",\n", &save); tok; tok = strtok_r(NULL, ",\n", &save)) {
+                int lo = -1, hi = -1;
+                if (sscanf(tok, "%d-%d", &lo, &hi) < 2)
+                    hi = lo;
+                for (int c = lo; c >= 0 && c <= hi && c < CPU_SETSIZE; c++)
+                    CPU_SET(c, &t->numa_cpus[n]);
+            }
+            t->nnuma = n + 1;
+        }
+        fclose(f);
+    }
 }
 
 static void load_sysfs(weft_topo_t *t)
@@ -181,6 +216,7 @@ static void load_sysfs(weft_topo_t *t)
     DIR *dir;
     struct dirent *e;
     t->source = "sysfs";
+    sysfs_numa(t);
     if ((dir = opendir("/sys/bus/pci/devices"))) {
         while ((e = readdir(dir)) && t->ngpus < WEFT_TOPO_MAX) {
             char path[512];
