@@ -253,6 +253,9 @@ static void provider_tests(void)
     /* rounds: a striped write then a signal; the signal must not overtake any chunk */
     for (int round = 1; round <= 20 && good; round++) {
         size_t sz = round == 1 ? len : (size_t)(round * 99991) % len;
+        /* the source is ours again only after a flush (the contract of flush) */
+        if (round > 1 && weft_ethernet_ops.flush(eb, 3000) != WEFT_OK)
+            good = 0;
         src[0] = (unsigned char)round;
         src[sz ? sz - 1 : 0] = (unsigned char)(round * 3);
         good = weft_ethernet_ops.post_write(eb, mr_src, 0, &rk_dst, 5, sz, 100 + (uint64_t)round) == WEFT_OK &&
@@ -270,6 +273,26 @@ static void provider_tests(void)
     }
     ok(good, "20 rounds: striped write (up to 3 MiB over 4 sockets), then signal; the data is whole when the signal lands");
     ok(dst[4] == 0 && dst[5 + len] == 0, "no byte outside the written range");
+    /* two writes to the same bytes, back to back: the later one lands last */
+    {
+        unsigned char *src2 = malloc(len);
+        weft_net_mr_t *mr2;
+        weft_net_rkey_t rk2;
+        int same = 1;
+        memset(src2, 0xa5, len);
+        weft_ethernet_ops.reg_mr(b, src2, len, 0, &mr2, &rk2);
+        for (int r = 0; r < 5 && same; r++) {
+            weft_ethernet_ops.flush(eb, 3000);
+            weft_ethernet_ops.post_write(eb, r & 1 ? mr2 : mr_src, 0, &rk_dst, 5, len, 600);
+            weft_ethernet_ops.post_write(eb, r & 1 ? mr_src : mr2, 0, &rk_dst, 5, len, 601);
+            weft_ethernet_ops.post_signal(eb, &rk_flag, 24, (uint64_t)r + 1, 0, 602);
+            same = wait_word(&flag[3], (uint64_t)r + 1, 5000) && memcmp(dst + 5, r & 1 ? src : src2, len) == 0;
+        }
+        ok(same, "a write then another to the same 3 MiB over 4 sockets: the second one's bytes remain (5 rounds)");
+        weft_ethernet_ops.flush(eb, 3000);
+        weft_ethernet_ops.dereg_mr(b, mr2);
+        free(src2);
+    }
     weft_ethernet_ops.post_signal(eb, &rk_flag, 16, 5, 1, 300);
     weft_ethernet_ops.post_signal(eb, &rk_flag, 16, 6, 1, 301);
     ok(wait_word(&flag[2], 11, 3000), "atomic add signals: 5 + 6");
@@ -284,14 +307,15 @@ static void provider_tests(void)
         while (__atomic_load_n(&lost_peer, __ATOMIC_ACQUIRE) < 0 && (long)(weft_now_ns() / 1000000) < end)
             usleep(1000);
     }
-    ok(lost_peer == 0 && lost_status == WEFT_ERR_PROTOCOL,
-       "a write with a forged key: WEFT_ERR_PROTOCOL on the connection from rank 0 (got rank %d, %d)", lost_peer,
-       lost_status);
+    ok(__atomic_load_n(&lost_peer, __ATOMIC_ACQUIRE) == 0 &&
+           __atomic_load_n(&lost_status, __ATOMIC_ACQUIRE) == WEFT_ERR_PROTOCOL,
+       "a write with a forged key: WEFT_ERR_PROTOCOL on the connection from rank 0 (got rank %d, %d)",
+       __atomic_load_n(&lost_peer, __ATOMIC_ACQUIRE), __atomic_load_n(&lost_status, __ATOMIC_ACQUIRE));
     weft_ethernet_ops.close(eb);
     weft_ethernet_ops.close(ea);
 
     /* out of bounds on a new connection */
-    lost_peer = -1;
+    __atomic_store_n(&lost_peer, -1, __ATOMIC_RELEASE);
     pair(b, l, addr, 8, &ea, &eb, &cs, 3000);
     weft_ethernet_ops.post_write(eb, mr_src, 0, &rk_dst, 65, len, 500);
     {
@@ -299,7 +323,9 @@ static void provider_tests(void)
         while (__atomic_load_n(&lost_peer, __ATOMIC_ACQUIRE) < 0 && (long)(weft_now_ns() / 1000000) < end)
             usleep(1000);
     }
-    ok(lost_peer == 0 && lost_status == WEFT_ERR_PROTOCOL, "a write past the end of the region: WEFT_ERR_PROTOCOL");
+    ok(__atomic_load_n(&lost_peer, __ATOMIC_ACQUIRE) == 0 &&
+           __atomic_load_n(&lost_status, __ATOMIC_ACQUIRE) == WEFT_ERR_PROTOCOL,
+       "a write past the end of the region: WEFT_ERR_PROTOCOL");
     if (eb)
         weft_ethernet_ops.close(eb);
     if (ea)
@@ -327,7 +353,7 @@ static void provider_tests(void)
 
 int main(void)
 {
-    plan(21);
+    plan(22);
     setenv("WEFT_NET_SOCKETS", "4", 1);
     io_tests();
     gpu = weft_gpu_find("host");

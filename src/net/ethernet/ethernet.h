@@ -17,6 +17,11 @@
  *   ADD    as SIGNAL, atomically adding arg.
  *   BYE    the sender closes: no frame follows; EOF afterwards is normal.
  *
+ * A large write is cut on the destination's chunk grid and chunk i of the
+ * grid always travels on socket i mod nsock: writes to the same bytes are
+ * ordered by that socket's TCP stream. Small writes and signals use
+ * socket 0.
+ *
  * Each socket has one sender thread (draining a queue that posts fill) and
  * one receiver thread; a region is looked up by (id, key) in the
  * communicator's table and bounds-checked before a byte lands, so a peer
@@ -114,7 +119,6 @@ struct weft_net_ep {
     weft_status_t error;      /* first failure, guarded by lock */
     int peer_said_bye;        /* atomic: counts sockets that got BYE */
     uint64_t queued_total, sent_total; /* frames, guarded by lock */
-    uint64_t rr;              /* next socket for a WRITE chunk */
     weft_eth_post_t posts[WEFT_ETH_POSTS];
     uint64_t post_head, post_tail; /* polled .. posted */
 };

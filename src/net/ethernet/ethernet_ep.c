@@ -575,12 +575,16 @@ weft_status_t weft_eth_post_write(weft_net_ep_t *ep, weft_net_mr_t *mr, uint64_t
     if ((status = check_usable(ep)) != WEFT_OK || (status = open_post(ep, wr_id, &post)) != WEFT_OK)
         goto out;
     it.post = post;
-    /* Chunks go round-robin over the sockets so one write fills them all;
-     * a small write rides on socket 0 with the signals, so a signal after
-     * it does not wait for another socket's receiver (latency). */
+    /* A large write's chunks are spread over the sockets by destination
+     * offset: one write fills them all, and two writes to the same place
+     * travel on the same socket, so the later one lands last. A small write
+     * rides on socket 0 with the signals, so a signal after it does not
+     * wait for another socket's receiver (latency). */
     do {
-        weft_eth_sock_t *s = bytes <= WEFT_ETH_INLINE_BYTES ? &ep->sock[0] : &ep->sock[ep->rr++ % (uint64_t)ep->nsock];
-        uint64_t n = WEFT_MIN(bytes - done, (uint64_t)ep->ctx->chunk);
+        uint64_t slot = ((roff + done) / ep->ctx->chunk) % (uint64_t)ep->nsock;
+        weft_eth_sock_t *s = bytes <= WEFT_ETH_INLINE_BYTES ? &ep->sock[0] : &ep->sock[slot];
+        /* chunks end on the destination's chunk grid */
+        uint64_t n = WEFT_MIN(bytes - done, ep->ctx->chunk - (roff + done) % ep->ctx->chunk);
         if ((status = wait_slot(ep, s)) != WEFT_OK)
             break; /* the chunks queued so far still complete the post */
         it.src = r->ptr + off + done;
