@@ -23,21 +23,28 @@ typedef struct {
     uint64_t caps;       /* backend capabilities it needs */
     const char *kernel;  /* built-in kernel */
     const char *help;
+    int one_host;        /* needs every rank on this host (memory channels) */
 } weft_algo_t;
 
 /* In order of preference: the first whose limits admit a call is used. */
 static const weft_algo_t algos[] = {
     {WEFT_COLL_ALLREDUCE, "packet", 1, WEFT_CAP_IPC, "coll_allreduce_packet",
-     "one-shot: LL16 packets to every peer, no barrier (small messages)"},
+     "one-shot: LL16 packets to every peer, no barrier (small messages)", 1},
     {WEFT_COLL_ALLREDUCE, "rsag", 0, WEFT_CAP_IPC, "coll_allreduce_rsag",
-     "reduce-scatter then allgather through scratch, chunked"},
-    {WEFT_COLL_ALLGATHER, "mesh", 0, WEFT_CAP_IPC, "coll_allgather_mesh", "every rank reads every rank's part"},
+     "reduce-scatter then allgather through scratch, chunked", 1},
+    {WEFT_COLL_ALLREDUCE, "ring", 0, 0, "coll_allreduce_ring",
+     "ring reduce-scatter + allgather over port channels (ranks on several hosts)", 0},
+    {WEFT_COLL_ALLGATHER, "mesh", 0, WEFT_CAP_IPC, "coll_allgather_mesh", "every rank reads every rank's part", 1},
+    {WEFT_COLL_ALLGATHER, "ring", 0, 0, "coll_allgather_ring",
+     "each block passed round a ring of port channels (ranks on several hosts)", 0},
     {WEFT_COLL_REDUCE_SCATTER, "mesh", 0, WEFT_CAP_IPC, "coll_reduce_scatter_mesh",
-     "every rank reduces its block from every rank's scratch"},
-    {WEFT_COLL_BROADCAST, "mesh", 0, WEFT_CAP_IPC, "coll_broadcast_mesh", "every rank reads the root's scratch"},
-    {WEFT_COLL_REDUCE, "mesh", 0, WEFT_CAP_IPC, "coll_reduce_mesh", "the root reads and reduces every rank's scratch"},
-    {WEFT_COLL_ALLTOALL, "mesh", 0, WEFT_CAP_IPC, "coll_alltoall_mesh", "every rank reads its block from every rank"},
-    {WEFT_COLL_BARRIER, "mesh", 0, WEFT_CAP_IPC, "coll_barrier", "signal every peer, wait for every peer"},
+     "every rank reduces its block from every rank's scratch", 1},
+    {WEFT_COLL_BROADCAST, "mesh", 0, WEFT_CAP_IPC, "coll_broadcast_mesh", "every rank reads the root's scratch", 1},
+    {WEFT_COLL_REDUCE, "mesh", 0, WEFT_CAP_IPC, "coll_reduce_mesh", "the root reads and reduces every rank's scratch",
+     1},
+    {WEFT_COLL_ALLTOALL, "mesh", 0, WEFT_CAP_IPC, "coll_alltoall_mesh", "every rank reads its block from every rank",
+     1},
+    {WEFT_COLL_BARRIER, "mesh", 0, WEFT_CAP_IPC, "coll_barrier", "signal every peer, wait for every peer", 1},
 };
 
 static const char *const coll_names[WEFT_COLL_COUNT] = {"allreduce", "allgather", "reducescatter", "broadcast",
@@ -108,17 +115,21 @@ static uint64_t packet_max(void)
     return v < 8 ? 8 : (uint64_t)v;
 }
 
+static int admits(const weft_comm_t *comm, const weft_algo_t *a, uint64_t bytes)
+{
+    /* a forced packet algorithm still needs the message to fit its slots */
+    return (comm->caps & a->caps) == a->caps && (!a->packet || bytes <= packet_max()) &&
+           (!a->one_host || comm->local_size == comm->nranks);
+}
+
 static const weft_algo_t *select_algo(weft_comm_t *comm, weft_coll_t c, uint64_t bytes)
 {
     const weft_algo_t *o = algo_override(c);
-    /* a forced packet algorithm still needs the message to fit its slots */
-    if (o && (comm->caps & o->caps) == o->caps && (!o->packet || bytes <= packet_max()))
+    if (o && admits(comm, o, bytes))
         return o;
-    for (size_t i = 0; i < WEFT_ARRAY_SIZE(algos); i++) {
-        const weft_algo_t *a = &algos[i];
-        if (a->coll == c && (comm->caps & a->caps) == a->caps && (!a->packet || bytes <= packet_max()))
-            return a;
-    }
+    for (size_t i = 0; i < WEFT_ARRAY_SIZE(algos); i++)
+        if (algos[i].coll == c && admits(comm, &algos[i], bytes))
+            return &algos[i];
     return NULL;
 }
 
@@ -138,13 +149,51 @@ struct weft_coll_ctx {
     weft_gpu_alloc_t gbar;               /* the kernels' grid barrier words */
     unsigned nblocks, nthreads;          /* launch shape */
     uint64_t packet_calls;
+    int mesh;                            /* the memory channels above exist */
+    struct weft_coll_ring *ring;         /* set up by the first ring algorithm */
 };
+
+/* The ring algorithms' port channels (coll_ring.h): to next and prev. */
+struct weft_coll_ring {
+    weft_proxy_t *proxy;
+    weft_mem_t *scratch_mem;             /* scratch, registered for the ring's transports */
+    int npeers, peer[2];                 /* distinct neighbours, ascending */
+    weft_mem_t *rscratch[2];
+    weft_connection_t *conn[2];
+    weft_semaphore_t *data[2], *ack[2];
+    weft_gpu_alloc_t handles;            /* 4 port-channel handles, device-visible */
+    uint64_t slot;
+};
+
+static void ring_destroy(weft_comm_t *comm, struct weft_coll_ring *r)
+{
+    if (!r)
+        return;
+    if (r->proxy)
+        weft_proxy_destroy(r->proxy);
+    for (int i = 0; i < 2; i++) {
+        if (r->data[i])
+            weft_semaphore_destroy(r->data[i]);
+        if (r->ack[i])
+            weft_semaphore_destroy(r->ack[i]);
+        if (r->conn[i])
+            weft_connection_destroy(r->conn[i]);
+        if (r->rscratch[i])
+            weft_mem_deregister(r->rscratch[i]);
+    }
+    if (r->scratch_mem)
+        weft_mem_deregister(r->scratch_mem);
+    if (r->handles.ptr)
+        comm->gpu->mem_free(comm->gctx, &r->handles);
+    free(r);
+}
 
 void weft_coll_ctx_destroy(weft_comm_t *comm)
 {
     struct weft_coll_ctx *x = comm->coll;
     if (!x)
         return;
+    ring_destroy(comm, x->ring);
     for (int p = 0; p < comm->nranks; p++) {
         if (x->ch && x->ch[p])
             weft_memory_channel_destroy(x->ch[p]);
@@ -191,6 +240,104 @@ static weft_status_t exchange(weft_comm_t *comm, weft_mem_t *local, weft_mem_t *
     return status;
 }
 
+/* Copies @p bytes from the host to device-visible memory. */
+static weft_status_t to_device(weft_comm_t *comm, void *dst, const void *src, size_t bytes)
+{
+    weft_gpu_stream_t *s;
+    weft_status_t status;
+    if (comm->caps & WEFT_CAP_CPU_ACCESS) {
+        memcpy(dst, src, bytes);
+        return WEFT_OK;
+    }
+    if ((status = comm->gpu->stream_create(comm->gctx, &s)) != WEFT_OK)
+        return status;
+    status = comm->gpu->memcpy_async(comm->gctx, dst, src, bytes, s);
+    if (status == WEFT_OK)
+        status = comm->gpu->stream_sync(comm->gctx, s);
+    comm->gpu->stream_destroy(comm->gctx, s);
+    return status;
+}
+
+/* The network transport between hosts: WEFT_NET_TRANSPORT, ethernet by default. */
+static unsigned net_transport(void)
+{
+    return strcmp(weft_param_str(WEFT_P_NET_TRANSPORT), "ib") == 0 ? WEFT_TRANSPORT_IB : WEFT_TRANSPORT_ETHERNET;
+}
+
+/*
+ * Collective: the ring's channels to next and prev. Pairwise set-ups run
+ * in ascending peer order on every rank, a global order, so no cycle of
+ * ranks can wait on each other. A neighbour on this host is reached over
+ * IPC, one elsewhere over the network.
+ */
+static weft_status_t ring_setup(weft_comm_t *comm, struct weft_coll_ctx *x)
+{
+    struct weft_coll_ring *r = calloc(1, sizeof(*r));
+    int n = comm->nranks, next = (comm->rank + 1) % n, prev = (comm->rank + n - 1) % n;
+    unsigned transports = 0, via[2];
+    uint32_t local_id, rid[2], dch[2], ach[2];
+    weft_port_channel_dev_t h[4];
+    weft_status_t status = WEFT_ERR_NO_MEMORY;
+
+    if (!r)
+        return status;
+    x->ring = r;
+    r->slot = x->scratch_bytes / 3 / 64 * 64;
+    r->peer[0] = next < prev ? next : prev;
+    r->peer[1] = next < prev ? prev : next;
+    r->npeers = next == prev ? 1 : 2;
+    for (int i = 0; i < r->npeers; i++) {
+        int same = memcmp(weft_bootstrap_hostid(comm->boot, r->peer[i]), comm->hostid, WEFT_HOSTID_BYTES) == 0 &&
+                   (comm->caps & WEFT_CAP_IPC);
+        via[i] = same ? WEFT_TRANSPORT_IPC : net_transport();
+        transports |= via[i];
+    }
+    if ((status = weft_mem_register(comm, x->scratch, x->scratch_bytes, transports, &r->scratch_mem)) != WEFT_OK ||
+        (status = weft_proxy_create(comm, 0, &r->proxy)) != WEFT_OK ||
+        (status = weft_proxy_add_memory(r->proxy, r->scratch_mem, &local_id)) != WEFT_OK)
+        goto err;
+    for (int i = 0; i < r->npeers; i++) {
+        int p = r->peer[i];
+        weft_mem_handle_t mine, theirs;
+        uint64_t tag;
+        if ((status = weft_mem_serialize(r->scratch_mem, &mine)) != WEFT_OK)
+            goto err;
+        tag = weft_comm_pair_tag(comm, p);
+        status = weft_bootstrap_send_msg(comm->boot, p, tag, &mine, sizeof(mine));
+        if (status == WEFT_OK)
+            status = weft_bootstrap_recv_msg(comm->boot, p, tag, &theirs, sizeof(theirs));
+        if (status != WEFT_OK || (status = weft_mem_deserialize(comm, &theirs, &r->rscratch[i])) != WEFT_OK ||
+            (status = weft_connection_create(comm, p, via[i], &r->conn[i])) != WEFT_OK ||
+            (status = weft_semaphore_create(r->conn[i], &r->data[i])) != WEFT_OK ||
+            (status = weft_semaphore_create(r->conn[i], &r->ack[i])) != WEFT_OK ||
+            (status = weft_proxy_add_memory(r->proxy, r->rscratch[i], &rid[i])) != WEFT_OK ||
+            (status = weft_proxy_add_semaphore(r->proxy, r->data[i], &dch[i])) != WEFT_OK ||
+            (status = weft_proxy_add_semaphore(r->proxy, r->ack[i], &ach[i])) != WEFT_OK)
+            goto err;
+    }
+    {
+        int in = r->peer[0] == next ? 0 : 1, ip = r->peer[0] == prev ? 0 : 1;
+        weft_port_channel_device_handle(r->proxy, dch[in], rid[in], local_id, &h[0]); /* data to next */
+        weft_port_channel_device_handle(r->proxy, dch[ip], rid[ip], local_id, &h[1]); /* data from prev */
+        weft_port_channel_device_handle(r->proxy, ach[in], rid[in], local_id, &h[2]); /* acks from next */
+        weft_port_channel_device_handle(r->proxy, ach[ip], rid[ip], local_id, &h[3]); /* acks to prev */
+    }
+    if ((status = weft_proxy_start(r->proxy)) != WEFT_OK ||
+        (status = comm->gpu->mem_alloc(comm->gctx, sizeof(h), &r->handles)) != WEFT_OK ||
+        (status = to_device(comm, r->handles.ptr, h, sizeof(h))) != WEFT_OK)
+        goto err;
+    weft_debug(WEFT_SUB_COLL, "rank %d: ring to rank %d (%s), from rank %d (%s)", comm->rank, next,
+               via[r->peer[0] == next ? 0 : 1] == WEFT_TRANSPORT_IPC ? "ipc" : "net", prev,
+               via[r->peer[0] == prev ? 0 : 1] == WEFT_TRANSPORT_IPC ? "ipc" : "net");
+    return WEFT_OK;
+err:
+    weft_error(WEFT_SUB_COLL, "rank %d: setting up the ring to ranks %d and %d failed: %s", comm->rank, next, prev,
+               weft_status_string(status));
+    ring_destroy(comm, r);
+    x->ring = NULL;
+    return status;
+}
+
 /* Collective: every rank sets its context up in its first collective. */
 static weft_status_t coll_setup(weft_comm_t *comm)
 {
@@ -200,11 +347,6 @@ static weft_status_t coll_setup(weft_comm_t *comm)
     size_t hb = (size_t)n * sizeof(weft_memory_channel_dev_t);
     weft_memory_channel_dev_t *tmp;
 
-    if (comm->local_size != n) {
-        weft_error(WEFT_SUB_COLL, "rank %d: collectives across hosts need a network transport, not in this build",
-                   comm->rank);
-        return WEFT_ERR_UNSUPPORTED;
-    }
     x = calloc(1, sizeof(*x));
     if (!x)
         return WEFT_ERR_NO_MEMORY;
@@ -222,8 +364,14 @@ static weft_status_t coll_setup(weft_comm_t *comm)
     status = WEFT_ERR_NO_MEMORY;
     if (!x->rscratch || !x->rpkt || !x->conn || !x->sema || !x->ch || !x->chp || !tmp)
         goto err;
-    if ((status = weft_mem_alloc(comm, x->scratch_bytes, (void **)&x->scratch)) != WEFT_OK ||
-        (status = weft_mem_alloc(comm, x->pkt_bytes, (void **)&x->pkt)) != WEFT_OK ||
+    if ((status = weft_mem_alloc(comm, x->scratch_bytes, (void **)&x->scratch)) != WEFT_OK)
+        goto err;
+    /* Ranks on several hosts: no memory channels; the ring algorithms set
+     * up their port channels when first used. */
+    x->mesh = comm->local_size == n && (comm->caps & WEFT_CAP_IPC);
+    if (!x->mesh)
+        goto shape;
+    if ((status = weft_mem_alloc(comm, x->pkt_bytes, (void **)&x->pkt)) != WEFT_OK ||
         (status = weft_mem_register(comm, x->scratch, x->scratch_bytes, WEFT_TRANSPORT_IPC, &x->scratch_mem)) ||
         (status = weft_mem_register(comm, x->pkt, x->pkt_bytes, WEFT_TRANSPORT_IPC, &x->pkt_mem)) ||
         (status = exchange(comm, x->scratch_mem, x->rscratch)) != WEFT_OK ||
@@ -240,8 +388,10 @@ static weft_status_t coll_setup(weft_comm_t *comm)
         weft_memory_channel_device_handle(x->ch[p], &tmp[p]);
         weft_memory_channel_device_handle(x->chp[p], &tmp[n + p]);
     }
-    if ((status = comm->gpu->mem_alloc(comm->gctx, 2 * hb, &x->handles)) != WEFT_OK ||
-        (status = comm->gpu->mem_alloc(comm->gctx, 64, &x->gbar)) != WEFT_OK)
+    if ((status = comm->gpu->mem_alloc(comm->gctx, 2 * hb, &x->handles)) != WEFT_OK)
+        goto err;
+shape:
+    if ((status = comm->gpu->mem_alloc(comm->gctx, 64, &x->gbar)) != WEFT_OK)
         goto err;
     /* Launch shape. Host: a block is one CPU thread, and ranks already
      * share the cores. GPU: one block of 512 threads. The kernels can use
@@ -254,18 +404,8 @@ static weft_status_t coll_setup(weft_comm_t *comm)
     x->nthreads = (comm->caps & WEFT_CAP_CPU_ACCESS) ? 1 : 512;
     if (weft_param_int(WEFT_P_COLL_BLOCKS) > 0)
         x->nblocks = (unsigned)WEFT_MIN(weft_param_int(WEFT_P_COLL_BLOCKS), 64);
-    if (comm->caps & WEFT_CAP_CPU_ACCESS) {
-        memcpy(x->handles.ptr, tmp, 2 * hb);
-    } else {
-        weft_gpu_stream_t *s;
-        if ((status = comm->gpu->stream_create(comm->gctx, &s)) != WEFT_OK)
-            goto err;
-        status = comm->gpu->memcpy_async(comm->gctx, x->handles.ptr, tmp, 2 * hb, s);
-        comm->gpu->stream_sync(comm->gctx, s);
-        comm->gpu->stream_destroy(comm->gctx, s);
-        if (status != WEFT_OK)
-            goto err;
-    }
+    if (x->mesh && (status = to_device(comm, x->handles.ptr, tmp, 2 * hb)) != WEFT_OK)
+        goto err;
     free(tmp);
     /* No rank uses a peer's scratch before the peer has set it up. */
     return weft_bootstrap_barrier(comm);
@@ -372,10 +512,15 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
     algo = select_algo(comm, c->coll, bytes);
     k = algo ? weft_builtin_find(algo->kernel) : NULL;
     if (!k) {
-        weft_error(WEFT_SUB_COLL, "%s: no algorithm for %zu bytes on backend %s", weft_coll_name(c->coll), bytes,
-                   comm->gpu->name);
+        weft_error(WEFT_SUB_COLL, "%s: no algorithm for %zu bytes on backend %s%s", weft_coll_name(c->coll), bytes,
+                   comm->gpu->name,
+                   comm->local_size != comm->nranks ? " with ranks on several hosts (allreduce and allgather have one)"
+                                                    : "");
         return WEFT_ERR_UNSUPPORTED;
     }
+    /* Collective too: every rank picks the same algorithm for the same call. */
+    if (!algo->one_host && !comm->coll->ring && (status = ring_setup(comm, comm->coll)) != WEFT_OK)
+        return status;
     memset(&a, 0, sizeof(a));
     a.in = c->in;
     a.out = c->out;
@@ -393,6 +538,10 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
     a.chp = a.ch + comm->nranks;
     a.ctl = comm->ctl_dev;
     a.gbar = (uint64_t *)comm->coll->gbar.ptr;
+    if (comm->coll->ring) {
+        a.pc = (weft_port_channel_dev_t *)comm->coll->ring->handles.ptr;
+        a.ring_slot = comm->coll->ring->slot;
+    }
     if (algo->packet) {
         uint64_t call = comm->coll->packet_calls++;
         a.flag = (uint32_t)(call % 0xffffffffull) + 1; /* every rank counts the same calls */

@@ -55,6 +55,8 @@ typedef struct {
     weft_memory_channel_dev_t *chp; /* [nranks]: dst = peer packet buffer */
     weft_dev_ctl_t *ctl;
     uint64_t *gbar;   /* grid barrier: [0] arrivals, [1] generation (device memory) */
+    weft_port_channel_dev_t *pc; /* ring algorithms: the 4 handles of coll_ring.h */
+    uint64_t ring_slot;          /* ring algorithms: bytes of one scratch slot */
 } weft_coll_args_t;
 
 /* Every block of this launch has reached this point, and the writes of

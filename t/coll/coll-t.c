@@ -180,7 +180,7 @@ int main(void)
     /* small scratch and packet limits: many chunks, both allreduce algorithms */
     setenv("WEFT_COLL_SCRATCH_BYTES", "65536", 1);
     setenv("WEFT_COLL_PACKET_MAX_BYTES", "2048", 1);
-    plan(5);
+    plan(7);
     for (size_t i = 0; i < sizeof(nr) / sizeof(nr[0]); i++)
         ok(run_ranks(nr[i], 300000, rank_main, nr[i] == 8 ? (void *)1 : NULL, NULL),
            "%d ranks: allreduce, reduce-scatter, allgather, broadcast, reduce, alltoall x 12 types x 5 ops, "
@@ -190,5 +190,11 @@ int main(void)
      * grid barrier and global thread indexing */
     setenv("WEFT_COLL_BLOCKS", "3", 1);
     ok(run_ranks(3, 300000, rank_main, (void *)1, NULL), "3 ranks with 3 blocks per launch: the same sweep");
+    /* the ring algorithms (port channels; what ranks on several hosts use),
+     * here over IPC: 2 ranks (next is prev) and 3 */
+    setenv("WEFT_COLL_BLOCKS", "1", 1);
+    setenv("WEFT_ALGO", "allreduce:ring,allgather:ring", 1);
+    ok(run_ranks(2, 300000, rank_main, (void *)1, NULL), "2 ranks, ring allreduce and allgather: the same sweep");
+    ok(run_ranks(3, 300000, rank_main, (void *)1, NULL), "3 ranks, ring allreduce and allgather: the same sweep");
     return test_done();
 }

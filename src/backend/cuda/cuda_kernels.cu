@@ -5,6 +5,7 @@
  * name (cudaLaunchKernel with the argument struct by value).
  */
 #include "collectives.h"
+#include "coll_ring.h"
 #include "p2p.h"
 
 #define WEFT_CUDA_WRAP(body, args_t)                                                                               \
@@ -27,6 +28,8 @@ WEFT_CUDA_WRAP(weft_coll_broadcast_mesh, weft_coll_args_t)
 WEFT_CUDA_WRAP(weft_coll_reduce_mesh, weft_coll_args_t)
 WEFT_CUDA_WRAP(weft_coll_alltoall_mesh, weft_coll_args_t)
 WEFT_CUDA_WRAP(weft_coll_barrier_kernel, weft_coll_args_t)
+WEFT_CUDA_WRAP(weft_coll_allreduce_ring, weft_coll_args_t)
+WEFT_CUDA_WRAP(weft_coll_allgather_ring, weft_coll_args_t)
 
 typedef struct {
     const char *name;
@@ -50,5 +53,7 @@ extern "C" const weft_cuda_kernel_t weft_cuda_kernels[] = {
     ENTRY("coll_reduce_mesh", weft_coll_reduce_mesh, weft_coll_args_t),
     ENTRY("coll_alltoall_mesh", weft_coll_alltoall_mesh, weft_coll_args_t),
     ENTRY("coll_barrier", weft_coll_barrier_kernel, weft_coll_args_t),
+    ENTRY("coll_allreduce_ring", weft_coll_allreduce_ring, weft_coll_args_t),
+    ENTRY("coll_allgather_ring", weft_coll_allgather_ring, weft_coll_args_t),
 };
 extern "C" const size_t weft_cuda_nkernels = sizeof(weft_cuda_kernels) / sizeof(weft_cuda_kernels[0]);

@@ -2,6 +2,7 @@
 #include "config.h"
 #include "kernels.h"
 #include "collectives.h"
+#include "coll_ring.h"
 #include "p2p.h"
 
 #include <string.h>
@@ -20,6 +21,8 @@ static const weft_builtin_kernel_t builtins[] = {
     {"coll_reduce_mesh", weft_coll_reduce_mesh, sizeof(weft_coll_args_t)},
     {"coll_alltoall_mesh", weft_coll_alltoall_mesh, sizeof(weft_coll_args_t)},
     {"coll_barrier", weft_coll_barrier_kernel, sizeof(weft_coll_args_t)},
+    {"coll_allreduce_ring", weft_coll_allreduce_ring, sizeof(weft_coll_args_t)},
+    {"coll_allgather_ring", weft_coll_allgather_ring, sizeof(weft_coll_args_t)},
 };
 
 const weft_builtin_kernel_t *weft_builtin_find(const char *name)
