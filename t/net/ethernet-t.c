@@ -253,6 +253,12 @@ static int peer_fails(int rank, int nranks, void *arg)
         return rank_fail("the error does not name rank 1: %s", msg);
     if (now_ms() - t0 > 15000)
         return rank_fail("the error took %ld ms", now_ms() - t0);
+    {
+        weft_status_t async = WEFT_OK;
+        weft_comm_get_async_error(comm, &async);
+        if (async != WEFT_ERR_REMOTE)
+            return rank_fail("the communicator's error is %s, want WEFT_ERR_REMOTE", weft_status_string(async));
+    }
     weft_comm_abort(comm);
     weft_proxy_destroy(n.proxy);
     for (int p = 0; p < n.nranks; p++) {

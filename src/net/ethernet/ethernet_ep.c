@@ -168,9 +168,13 @@ static void sent_one(weft_net_ep_t *ep, weft_eth_sock_t *s, const weft_eth_item_
 
 static void send_failed(weft_net_ep_t *ep, weft_eth_sock_t *s, weft_status_t status)
 {
-    weft_eth_ep_fail(ep, status, "sending on socket %d: %s", s->index,
-                     status == WEFT_ERR_TIMEOUT ? "no progress within the deadline (peer silent?)"
-                                                : weft_status_string(status));
+    /* A peer that stops reading for the whole deadline is as good as gone:
+     * the connection's error is the peer's (WEFT_ERR_REMOTE), not ours. */
+    if (status == WEFT_ERR_TIMEOUT)
+        weft_eth_ep_fail(ep, WEFT_ERR_REMOTE, "sending on socket %d: the peer read nothing for %d ms (gone or stuck)",
+                         s->index, ep->ctx->env.op_timeout_ms);
+    else
+        weft_eth_ep_fail(ep, status, "sending on socket %d: %s", s->index, weft_status_string(status));
 }
 
 /*
