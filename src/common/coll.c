@@ -159,6 +159,7 @@ struct weft_coll_ring {
     weft_mem_t *scratch_mem;             /* scratch, registered for the ring's transports */
     int npeers, peer[2];                 /* distinct neighbours, ascending */
     weft_mem_t *rscratch[2];
+    int borrowed;                        /* the two above are the mesh's (IPC only) */
     weft_connection_t *conn[2];
     weft_semaphore_t *data[2], *ack[2];
     weft_gpu_alloc_t handles;            /* 4 port-channel handles, device-visible */
@@ -178,10 +179,10 @@ static void ring_destroy(weft_comm_t *comm, struct weft_coll_ring *r)
             weft_semaphore_destroy(r->ack[i]);
         if (r->conn[i])
             weft_connection_destroy(r->conn[i]);
-        if (r->rscratch[i])
+        if (r->rscratch[i] && !r->borrowed)
             weft_mem_deregister(r->rscratch[i]);
     }
-    if (r->scratch_mem)
+    if (r->scratch_mem && !r->borrowed)
         weft_mem_deregister(r->scratch_mem);
     if (r->handles.ptr)
         comm->gpu->mem_free(comm->gctx, &r->handles);
@@ -292,7 +293,16 @@ static weft_status_t ring_setup(weft_comm_t *comm, struct weft_coll_ctx *x)
         via[i] = same ? WEFT_TRANSPORT_IPC : net_transport();
         transports |= via[i];
     }
-    if ((status = weft_mem_register(comm, x->scratch, x->scratch_bytes, transports, &r->scratch_mem)) != WEFT_OK ||
+    /* Every neighbour on this host and the mesh set up: use its registration
+     * and imports (a second import of one IPC handle is not allowed everywhere). */
+    r->borrowed = transports == WEFT_TRANSPORT_IPC && x->mesh;
+    if (r->borrowed) {
+        r->scratch_mem = x->scratch_mem;
+        for (int i = 0; i < r->npeers; i++)
+            r->rscratch[i] = x->rscratch[r->peer[i]];
+    }
+    if ((!r->borrowed &&
+         (status = weft_mem_register(comm, x->scratch, x->scratch_bytes, transports, &r->scratch_mem)) != WEFT_OK) ||
         (status = weft_proxy_create(comm, 0, &r->proxy)) != WEFT_OK ||
         (status = weft_proxy_add_memory(r->proxy, r->scratch_mem, &local_id)) != WEFT_OK)
         goto err;
@@ -300,14 +310,19 @@ static weft_status_t ring_setup(weft_comm_t *comm, struct weft_coll_ctx *x)
         int p = r->peer[i];
         weft_mem_handle_t mine, theirs;
         uint64_t tag;
-        if ((status = weft_mem_serialize(r->scratch_mem, &mine)) != WEFT_OK)
-            goto err;
-        tag = weft_comm_pair_tag(comm, p);
-        status = weft_bootstrap_send_msg(comm->boot, p, tag, &mine, sizeof(mine));
-        if (status == WEFT_OK)
-            status = weft_bootstrap_recv_msg(comm->boot, p, tag, &theirs, sizeof(theirs));
-        if (status != WEFT_OK || (status = weft_mem_deserialize(comm, &theirs, &r->rscratch[i])) != WEFT_OK ||
-            (status = weft_connection_create(comm, p, via[i], &r->conn[i])) != WEFT_OK ||
+        if (!r->borrowed) {
+            if ((status = weft_mem_serialize(r->scratch_mem, &mine)) != WEFT_OK)
+                goto err;
+            tag = weft_comm_pair_tag(comm, p);
+            status = weft_bootstrap_send_msg(comm->boot, p, tag, &mine, sizeof(mine));
+            if (status == WEFT_OK)
+                status = weft_bootstrap_recv_msg(comm->boot, p, tag, &theirs, sizeof(theirs));
+            if (status == WEFT_OK)
+                status = weft_mem_deserialize(comm, &theirs, &r->rscratch[i]);
+            if (status != WEFT_OK)
+                goto err;
+        }
+        if ((status = weft_connection_create(comm, p, via[i], &r->conn[i])) != WEFT_OK ||
             (status = weft_semaphore_create(r->conn[i], &r->data[i])) != WEFT_OK ||
             (status = weft_semaphore_create(r->conn[i], &r->ack[i])) != WEFT_OK ||
             (status = weft_proxy_add_memory(r->proxy, r->rscratch[i], &rid[i])) != WEFT_OK ||
