@@ -28,6 +28,7 @@ static weft_status_t stub_ipc_close(weft_gpu_ctx_t *c, void *p, void *h) { (void
 static weft_status_t stub_mc_create(weft_gpu_ctx_t *c, size_t b, int n, void **m) { (void)c; (void)b; (void)n; (void)m; return WEFT_ERR_UNSUPPORTED; }
 static weft_status_t stub_mc_bind(weft_gpu_ctx_t *c, void *m, const weft_gpu_alloc_t *a, void **p) { (void)c; (void)m; (void)a; (void)p; return WEFT_ERR_UNSUPPORTED; }
 static weft_status_t stub_mc_unbind(weft_gpu_ctx_t *c, void *m) { (void)c; (void)m; return WEFT_ERR_UNSUPPORTED; }
+static weft_status_t stub_dmabuf_export(weft_gpu_ctx_t *c, void *p, size_t n, int *fd, uint64_t *off) { (void)c; (void)p; (void)n; (void)fd; (void)off; return WEFT_ERR_UNSUPPORTED; }
 static weft_status_t stub_stream_create(weft_gpu_ctx_t *c, weft_gpu_stream_t **s) { (void)c; (void)s; return WEFT_ERR_UNSUPPORTED; }
 static weft_status_t stub_stream_destroy(weft_gpu_ctx_t *c, weft_gpu_stream_t *s) { (void)c; (void)s; return WEFT_ERR_UNSUPPORTED; }
 static weft_status_t stub_stream_sync(weft_gpu_ctx_t *c, weft_gpu_stream_t *s) { (void)c; (void)s; return WEFT_ERR_UNSUPPORTED; }
@@ -47,7 +48,7 @@ void weft_gpu_ops_complete(weft_gpu_ops_t *dst, const weft_gpu_ops_t *src)
     FILL(device_count); FILL(init); FILL(fini); FILL(caps); FILL(props);
     FILL(mem_alloc); FILL(mem_free); FILL(host_alloc_mapped); FILL(host_free);
     FILL(ipc_export); FILL(ipc_import); FILL(ipc_close);
-    FILL(mc_create); FILL(mc_bind); FILL(mc_unbind);
+    FILL(mc_create); FILL(mc_bind); FILL(mc_unbind); FILL(dmabuf_export);
     FILL(stream_create); FILL(stream_destroy); FILL(stream_sync);
     FILL(event_create); FILL(event_destroy); FILL(event_record); FILL(event_query);
     FILL(memcpy_async); FILL(launch);

@@ -93,6 +93,10 @@ typedef struct weft_gpu_ops {
     weft_status_t (*mc_create)(weft_gpu_ctx_t *ctx, size_t bytes, int nranks, void **mc);
     weft_status_t (*mc_bind)(weft_gpu_ctx_t *ctx, void *mc, const weft_gpu_alloc_t *alloc, void **mc_ptr);
     weft_status_t (*mc_unbind)(weft_gpu_ctx_t *ctx, void *mc);
+    /* A dma-buf fd for [ptr, ptr + bytes) of device memory (WEFT_CAP_DMABUF),
+     * for NICs to register; *offset is ptr's offset in it. The caller
+     * closes the fd. */
+    weft_status_t (*dmabuf_export)(weft_gpu_ctx_t *ctx, void *ptr, size_t bytes, int *fd, uint64_t *offset);
 
     weft_status_t (*stream_create)(weft_gpu_ctx_t *ctx, weft_gpu_stream_t **stream);
     weft_status_t (*stream_destroy)(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *stream);

@@ -11,6 +11,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -154,6 +155,32 @@ static int gpu_timeout(int rank, int nranks, void *arg)
     return fails;
 }
 
+/* dma-buf export of device memory (what an HCA registers). 77: the
+ * driver has no dma-buf export. */
+static int dmabuf_check(int rank, int nranks, void *arg)
+{
+    const weft_gpu_ops_t *ops = weft_gpu_find("cuda");
+    weft_gpu_ctx_t *ctx;
+    weft_gpu_alloc_t a;
+    struct stat st;
+    int fd = -1, rc;
+    uint64_t off = 1;
+    (void)rank, (void)nranks, (void)arg;
+    if (ops->init(0, &ctx) != WEFT_OK || ops->mem_alloc(ctx, 1 << 20, &a) != WEFT_OK)
+        return rank_fail("cuda init/alloc: %s", weft_get_last_error());
+    if (!(ops->caps(ctx) & WEFT_CAP_DMABUF)) {
+        rc = 77;
+    } else if (ops->dmabuf_export(ctx, (char *)a.ptr + 4096, 12345, &fd, &off) != WEFT_OK) {
+        rc = rank_fail("dma-buf export: %s", weft_get_last_error());
+    } else {
+        rc = fstat(fd, &st) == 0 && off == 0 ? 0 : rank_fail("dma-buf fd %d, offset %llu", fd, (unsigned long long)off);
+        close(fd);
+    }
+    ops->mem_free(ctx, &a);
+    ops->fini(ctx);
+    return rc;
+}
+
 /* Asks a child whether a GPU is visible: the CUDA runtime must not be
  * initialised in this process, whose forked ranks use it afterwards. */
 static int gpu_visible(const weft_gpu_ops_t *ops)
@@ -181,7 +208,16 @@ int main(void)
         }
         skip_all("no CUDA GPU here (%s)", ops ? "no device" : "cuda backend not built");
     }
-    plan(2);
+    plan(3);
+    {
+        ranks_result_t res;
+        if (run_ranks(1, 60000, dmabuf_check, NULL, &res))
+            ok(1, "device memory exports a dma-buf (for HCAs to register without a peer-memory module)");
+        else if (res.code[0] == 77)
+            skip("this driver has no dma-buf export (cuMemGetHandleForAddressRange)");
+        else
+            ok(0, "dma-buf export of device memory");
+    }
     ok(run_ranks(2, 60000, gpu_timeout, NULL, NULL),
        "a GPU kernel whose peer never signals ends in WEFT_ERR_TIMEOUT naming the peer");
     ok(run_ranks(2, 120000, rank_main, NULL, NULL),

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "util.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,9 +111,63 @@ static void rt_fini(weft_gpu_ctx_t *ctx)
     free(ctx);
 }
 
+#ifndef WEFT_RT_HIP
+/*
+ * dma-buf export of device memory, for NICs to register it
+ * (ibv_reg_dmabuf_mr). cuMemGetHandleForAddressRange is a driver call:
+ * reached through the runtime's entry-point lookup, so the library does
+ * not link libcuda and still loads where no driver is installed.
+ */
+typedef int (*get_range_handle_fn_t)(void *handle, unsigned long long dptr, size_t size, int type,
+                                     unsigned long long flags);
+static get_range_handle_fn_t get_range_handle;
+static pthread_once_t range_handle_once = PTHREAD_ONCE_INIT;
+
+static void range_handle_lookup(void)
+{
+    void *fn = NULL;
+    enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+    if (cudaGetDriverEntryPointByVersion("cuMemGetHandleForAddressRange", &fn, 12000, cudaEnableDefault, &q) ==
+            cudaSuccess &&
+        q == cudaDriverEntryPointSuccess)
+#else
+    if (cudaGetDriverEntryPoint("cuMemGetHandleForAddressRange", &fn, cudaEnableDefault, &q) == cudaSuccess &&
+        q == cudaDriverEntryPointSuccess)
+#endif
+        get_range_handle = (get_range_handle_fn_t)fn;
+}
+
+static weft_status_t rt_dmabuf_export(weft_gpu_ctx_t *ctx, void *ptr, size_t bytes, int *fd, uint64_t *offset)
+{
+    /* the range must start and end on host pages */
+    long page = sysconf(_SC_PAGESIZE);
+    uintptr_t base = (uintptr_t)ptr & ~((uintptr_t)page - 1);
+    size_t len = ((uintptr_t)ptr + bytes - base + (size_t)page - 1) & ~((size_t)page - 1);
+    int handle = -1, rc;
+    pthread_once(&range_handle_once, range_handle_lookup);
+    if (!get_range_handle)
+        return WEFT_ERR_UNSUPPORTED;
+    RT(SetDevice)(ctx->device);
+    rc = get_range_handle(&handle, (unsigned long long)base, len, 1 /* CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD */, 0);
+    if (rc != 0 || handle < 0) {
+        weft_error(WEFT_SUB_GPU, "cuda backend: dma-buf export of %zu bytes failed (driver error %d)", len, rc);
+        return WEFT_ERR_BACKEND;
+    }
+    *fd = handle;
+    *offset = (uint64_t)((uintptr_t)ptr - base);
+    return WEFT_OK;
+}
+#endif
+
 static uint64_t rt_caps(weft_gpu_ctx_t *ctx)
 {
     (void)ctx;
+#ifndef WEFT_RT_HIP
+    pthread_once(&range_handle_once, range_handle_lookup);
+    if (get_range_handle)
+        return WEFT_CAP_IPC | WEFT_CAP_HOST_MAPPED | WEFT_CAP_DMABUF;
+#endif
     return WEFT_CAP_IPC | WEFT_CAP_HOST_MAPPED;
 }
 
@@ -341,6 +396,9 @@ const weft_gpu_ops_t RT_OPS = {
     .ipc_export = rt_ipc_export,
     .ipc_import = rt_ipc_import,
     .ipc_close = rt_ipc_close,
+#ifndef WEFT_RT_HIP
+    .dmabuf_export = rt_dmabuf_export,
+#endif
     .stream_create = rt_stream_create,
     .stream_destroy = rt_stream_destroy,
     .stream_sync = rt_stream_sync,

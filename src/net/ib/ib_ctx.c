@@ -245,10 +245,23 @@ static weft_status_t ib_reg_mr(weft_net_ctx_t *ctx, void *ptr, size_t bytes, int
     memset(rkey, 0, sizeof(*rkey));
     weft_wire_put_u64(rkey->bytes, (uint64_t)(uintptr_t)ptr);
     for (int i = 0; i < ctx->nhca; i++) {
-        /* Device memory registers directly where the kernel has peer
-         * memory support (nvidia-peermem, amdgpu); dma-buf registration is
-         * not used yet. */
-        mr->mr[i] = ibv_reg_mr(ctx->hca[i].pd, ptr, bytes, access);
+        /* Device memory: through a dma-buf where the backend exports one
+         * (no peer-memory module needed); otherwise directly, which needs
+         * nvidia-peermem or the like. */
+        mr->mr[i] = NULL;
+        if (device && (ctx->env.gpu->caps(ctx->env.gctx) & WEFT_CAP_DMABUF)) {
+            int fd = -1;
+            uint64_t off = 0;
+            if (ctx->env.gpu->dmabuf_export(ctx->env.gctx, ptr, bytes, &fd, &off) == WEFT_OK) {
+                mr->mr[i] = ibv_reg_dmabuf_mr(ctx->hca[i].pd, off, bytes, (uint64_t)(uintptr_t)ptr, fd, access);
+                if (!mr->mr[i])
+                    weft_info(WEFT_SUB_NET, "rank %d: dma-buf registration with %s failed (%s); trying directly",
+                              ctx->env.rank, ctx->hca[i].name, strerror(errno));
+                close(fd); /* the registration holds its own reference */
+            }
+        }
+        if (!mr->mr[i])
+            mr->mr[i] = ibv_reg_mr(ctx->hca[i].pd, ptr, bytes, access);
         if (!mr->mr[i]) {
             weft_error(WEFT_SUB_NET, "rank %d: registering %zu bytes of %s memory with %s failed: %s%s", ctx->env.rank,
                        bytes, device ? "device" : "host", ctx->hca[i].name, strerror(errno),
