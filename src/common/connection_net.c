@@ -75,6 +75,7 @@ weft_status_t weft_connection_net_open(weft_connection_t *c)
     weft_comm_t *comm = c->comm;
     weft_comm_net_t *net;
     weft_net_ident_t ident;
+    weft_net_pending_t *pending = NULL;
     weft_status_t status;
     uint64_t tag, deadline;
     uint8_t addr[WEFT_NET_ADDR_BYTES];
@@ -93,15 +94,19 @@ weft_status_t weft_connection_net_open(weft_connection_t *c)
         ident.seq = (uint32_t)tag;
         status = weft_bootstrap_send_msg(comm->boot, c->peer, tag, net->addr, sizeof(net->addr));
         if (status == WEFT_OK)
-            status = net->ops->accept(net->listener, &ident, deadline, &c->ep);
+            status = net->ops->accept(net->listener, &ident, deadline, &pending);
     } else {
         ident.from_rank = comm->rank;
         ident.to_rank = c->peer;
         ident.seq = (uint32_t)tag;
         status = weft_bootstrap_recv_msg(comm->boot, c->peer, tag, addr, sizeof(addr));
         if (status == WEFT_OK)
-            status = net->ops->connect(net->ctx, addr, &ident, deadline, &c->ep);
+            status = net->ops->connect(net->ctx, addr, &ident, deadline, &pending);
     }
+    /* The providers set up without blocking; one connection at a time
+     * here, so drive it to the end (bounded by the deadline and abort). */
+    if (status == WEFT_OK)
+        status = weft_net_finish(net->ops, pending, &c->ep);
     if (status != WEFT_OK) {
         weft_error(WEFT_SUB_NET, "rank %d: %s connection to rank %d failed: %s", comm->rank, net->ops->name,
                    c->peer, weft_status_string(status));

@@ -25,17 +25,23 @@ static weft_status_t stub_listen(weft_net_ctx_t *ctx, uint8_t addr[WEFT_NET_ADDR
 }
 static void stub_listen_close(weft_net_listener_t *l) { (void)l; }
 static weft_status_t stub_connect(weft_net_ctx_t *ctx, const uint8_t addr[WEFT_NET_ADDR_BYTES],
-                                  const weft_net_ident_t *ident, uint64_t deadline, weft_net_ep_t **ep)
+                                  const weft_net_ident_t *ident, uint64_t deadline, weft_net_pending_t **p)
 {
-    (void)ctx, (void)addr, (void)ident, (void)deadline, (void)ep;
+    (void)ctx, (void)addr, (void)ident, (void)deadline, (void)p;
     return unsupported("connect");
 }
 static weft_status_t stub_accept(weft_net_listener_t *l, const weft_net_ident_t *ident, uint64_t deadline,
-                                 weft_net_ep_t **ep)
+                                 weft_net_pending_t **p)
 {
-    (void)l, (void)ident, (void)deadline, (void)ep;
+    (void)l, (void)ident, (void)deadline, (void)p;
     return unsupported("accept");
 }
+static weft_status_t stub_progress(weft_net_pending_t *p, int wait_ms, weft_net_ep_t **ep)
+{
+    (void)p, (void)wait_ms, (void)ep;
+    return unsupported("connection set-up");
+}
+static void stub_cancel(weft_net_pending_t *p) { (void)p; }
 static weft_status_t stub_reg_mr(weft_net_ctx_t *ctx, void *ptr, size_t bytes, int device, weft_net_mr_t **mr,
                                  weft_net_rkey_t *rkey)
 {
@@ -71,7 +77,7 @@ static void stub_close(weft_net_ep_t *ep) { (void)ep; }
 static const weft_net_ops_t stubs = {
     .abi_version = WEFT_NET_ABI_VERSION, .size = sizeof(weft_net_ops_t), .name = "none",
     .init = stub_init, .fini = stub_fini, .listen = stub_listen, .listen_close = stub_listen_close,
-    .connect = stub_connect, .accept = stub_accept, .reg_mr = stub_reg_mr, .dereg_mr = stub_dereg_mr,
+    .connect = stub_connect, .accept = stub_accept, .progress = stub_progress, .cancel = stub_cancel, .reg_mr = stub_reg_mr, .dereg_mr = stub_dereg_mr,
     .post_write = stub_post_write, .post_signal = stub_post_signal, .poll = stub_poll, .flush = stub_flush,
     .close = stub_close,
 };
@@ -83,7 +89,7 @@ static void fill(weft_net_ops_t *t, const weft_net_ops_t *p)
     *t = stubs;
     t->name = p->name;
     FILL(*t, p, init); FILL(*t, p, fini); FILL(*t, p, listen); FILL(*t, p, listen_close);
-    FILL(*t, p, connect); FILL(*t, p, accept); FILL(*t, p, reg_mr); FILL(*t, p, dereg_mr);
+    FILL(*t, p, connect); FILL(*t, p, accept); FILL(*t, p, progress); FILL(*t, p, cancel); FILL(*t, p, reg_mr); FILL(*t, p, dereg_mr);
     FILL(*t, p, post_write); FILL(*t, p, post_signal); FILL(*t, p, poll); FILL(*t, p, flush);
     FILL(*t, p, close);
 }
@@ -100,6 +106,15 @@ static void tables_init(void)
 #ifdef WEFT_HAVE_VERBS
     fill(&ib_table, &weft_ib_ops);
 #endif
+}
+
+weft_status_t weft_net_finish(const weft_net_ops_t *ops, weft_net_pending_t *pending, weft_net_ep_t **ep)
+{
+    weft_status_t status;
+    do
+        status = ops->progress(pending, 50, ep);
+    while (status == WEFT_INPROGRESS);
+    return status;
 }
 
 const weft_net_ops_t *weft_net_find(unsigned transport)

@@ -35,6 +35,7 @@ typedef struct weft_net_ctx weft_net_ctx_t;           /* provider state of one c
 typedef struct weft_net_listener weft_net_listener_t;
 typedef struct weft_net_ep weft_net_ep_t;             /* one connection to one peer */
 typedef struct weft_net_mr weft_net_mr_t;             /* one local registration */
+typedef struct weft_net_pending weft_net_pending_t;   /* a connection being set up */
 
 typedef struct {
     uint8_t bytes[WEFT_NET_RKEY_BYTES];
@@ -78,12 +79,19 @@ typedef struct weft_net_ops {
     weft_status_t (*listen)(weft_net_ctx_t *ctx, uint8_t addr[WEFT_NET_ADDR_BYTES],
                             weft_net_listener_t **listener);
     void (*listen_close)(weft_net_listener_t *listener);
-    /* Bounded by @p deadline (weft_deadline_ms) and by abort. */
+    /* Start setting up a connection, without blocking: to the listener at
+     * @p addr, or (accept) the one @p ident makes to this listener; others
+     * that arrive meanwhile are kept for their own accept. */
     weft_status_t (*connect)(weft_net_ctx_t *ctx, const uint8_t addr[WEFT_NET_ADDR_BYTES],
-                             const weft_net_ident_t *ident, uint64_t deadline, weft_net_ep_t **ep);
-    /* Accepts the endpoint @p ident connects; others are kept for later. */
+                             const weft_net_ident_t *ident, uint64_t deadline, weft_net_pending_t **pending);
     weft_status_t (*accept)(weft_net_listener_t *listener, const weft_net_ident_t *ident, uint64_t deadline,
-                            weft_net_ep_t **ep);
+                            weft_net_pending_t **pending);
+    /* Drives a set-up, waiting for I/O at most @p wait_ms: WEFT_INPROGRESS,
+     * WEFT_OK with the endpoint in *ep, or the error (WEFT_ERR_TIMEOUT past
+     * the deadline, WEFT_ERR_ABORTED on abort). Unless WEFT_INPROGRESS,
+     * @p pending is gone. */
+    weft_status_t (*progress)(weft_net_pending_t *pending, int wait_ms, weft_net_ep_t **ep);
+    void (*cancel)(weft_net_pending_t *pending);
     /* @p device: the memory is device memory the CPU cannot reach. */
     weft_status_t (*reg_mr)(weft_net_ctx_t *ctx, void *ptr, size_t bytes, int device, weft_net_mr_t **mr,
                             weft_net_rkey_t *rkey);
@@ -99,6 +107,9 @@ typedef struct weft_net_ops {
     /* Flushes what was posted (bounded), says goodbye, frees. */
     void (*close)(weft_net_ep_t *ep);
 } weft_net_ops_t;
+
+/* Drives @p pending to the end (each step bounded; the whole by its deadline). */
+weft_status_t weft_net_finish(const weft_net_ops_t *ops, weft_net_pending_t *pending, weft_net_ep_t **ep);
 
 /* The provider for a transport bit, or NULL when it is not built. */
 const weft_net_ops_t *weft_net_find(unsigned transport);

@@ -197,28 +197,29 @@ static int claim(weft_sb_listener_t *l, const weft_net_ident_t *want, int *fds, 
     return 1;
 }
 
-weft_status_t weft_sb_accept(weft_sb_listener_t *l, const weft_net_ident_t *want, uint64_t deadline, int *fds, int max,
-                             int *nsock)
+weft_status_t weft_sb_accept(weft_sb_listener_t *l, const weft_net_ident_t *want, uint64_t deadline, int wait_ms,
+                             int *fds, int max, int *nsock)
 {
     const weft_net_env_t *env = l->env;
     int cap = (int)weft_param_int(WEFT_P_BOOTSTRAP_MAX_PENDING);
+    struct pollfd pfd[2 + 128];
+    weft_conn_t *conns[128];
+    int n = 0, rc;
 
-    for (;;) {
-        struct pollfd pfd[2 + 128];
-        weft_conn_t *conns[128];
-        int n = 0, rc;
-
+    /* claim, one round of I/O, claim again */
+    for (int round = 0; round < 2; round++) {
         if (claim(l, want, fds, max, nsock)) {
             if (*nsock == 0) {
-                weft_error(WEFT_SUB_NET, "rank %d: the sockets of rank %d's connection %u do not match",
-                           env->rank, want->from_rank, want->seq);
+                weft_error(WEFT_SUB_NET, "rank %d: the sockets of rank %d's connection %u do not match", env->rank,
+                           want->from_rank, want->seq);
                 return WEFT_ERR_PROTOCOL;
             }
             return WEFT_OK;
         }
+        if (round == 1)
+            break;
         if (weft_ms_left(deadline) == 0) {
-            weft_error(WEFT_SUB_NET, "rank %d: rank %d did not connect (ethernet) in time", env->rank,
-                       want->from_rank);
+            weft_error(WEFT_SUB_NET, "rank %d: rank %d did not connect in time", env->rank, want->from_rank);
             return WEFT_ERR_TIMEOUT;
         }
         pfd[n++] = (struct pollfd){l->lfd, POLLIN, 0};
@@ -227,7 +228,7 @@ weft_status_t weft_sb_accept(weft_sb_listener_t *l, const weft_net_ident_t *want
             conns[n - 2] = c;
             pfd[n++] = (struct pollfd){c->fd, weft_conn_events(c), 0};
         }
-        rc = poll(pfd, (nfds_t)n, WEFT_MIN(weft_ms_left(deadline), 100));
+        rc = poll(pfd, (nfds_t)n, WEFT_MIN(weft_ms_left(deadline), wait_ms));
         if (rc < 0 && errno != EINTR) {
             weft_error(WEFT_SUB_NET, "poll: %s", strerror(errno));
             return WEFT_ERR_SYSTEM;
@@ -256,72 +257,152 @@ weft_status_t weft_sb_accept(weft_sb_listener_t *l, const weft_net_ident_t *want
             }
         }
     }
+    return WEFT_INPROGRESS;
 }
 
-static weft_status_t connect_one(const weft_net_env_t *env, const weft_addr_t *addr, const weft_net_ident_t *ident,
-                                 int index, int nsock, uint64_t deadline, int *fd_out)
+/* -- connecting, one non-blocking step at a time -------------------------------- */
+
+struct weft_sb_connecting {
+    const weft_net_env_t *env;
+    weft_addr_t addr;
+    weft_net_ident_t ident;
+    uint64_t deadline;
+    int nsock;
+    weft_conn_t *conn[WEFT_SB_MAX_SOCKETS]; /* NULL: (re)connect due at retry_at */
+    int done[WEFT_SB_MAX_SOCKETS];          /* the server's reply came */
+    uint64_t retry_at;
+};
+
+/* Opens socket @p i (again): WEFT_OK, or why not (refused: try later). */
+static weft_status_t open_socket(weft_sb_connecting_t *c, int i)
 {
     uint8_t payload[IDENT_BYTES];
     char peer[32];
-    weft_conn_t *c;
-    weft_frame_t *f;
     weft_status_t status;
     int fd;
 
-    for (;;) {
-        status = weft_sock_connect_start(addr, &fd);
-        if (status == WEFT_OK || status == WEFT_INPROGRESS)
-            break;
-        if (status != WEFT_ERR_REMOTE || weft_ms_left(deadline) == 0) {
-            weft_error(WEFT_SUB_NET, "rank %d: connect to rank %d (ethernet) failed: %s", env->rank,
-                       ident->to_rank, status == WEFT_ERR_SYSTEM ? strerror(errno) : weft_status_string(status));
-            return status;
-        }
-        usleep(10000); /* refused: the listener exists, so this is a transient */
-    }
+    status = weft_sock_connect_start(&c->addr, &fd);
+    if (status != WEFT_OK && status != WEFT_INPROGRESS)
+        return status;
     weft_sock_tune(fd);
-    snprintf(peer, sizeof(peer), "rank %d", ident->to_rank);
-    c = weft_conn_new_client(fd, env->auth, WEFT_PURPOSE_NET, net_limits(), peer, status == WEFT_OK);
-    if (!c)
+    snprintf(peer, sizeof(peer), "rank %d", c->ident.to_rank);
+    c->conn[i] = weft_conn_new_client(fd, c->env->auth, WEFT_PURPOSE_NET, net_limits(), peer, status == WEFT_OK);
+    if (!c->conn[i])
         return WEFT_ERR_NO_MEMORY;
-    ident_encode(ident, index, nsock, payload);
-    weft_conn_queue(c, WEFT_MSG_IDENT, payload, sizeof(payload), NULL, 0);
-    status = weft_conn_wait(c, weft_conn_has_frame, deadline, env->wake_fd);
-    if (status == WEFT_OK) {
-        f = weft_conn_frame(c);
-        if (f->type != WEFT_MSG_IDENT || f->len != 4 || weft_wire_get_u32(f->payload) != 0)
-            status = WEFT_ERR_PROTOCOL;
-    }
-    if (status != WEFT_OK) {
-        if (status != WEFT_ERR_ABORTED)
-            weft_error(WEFT_SUB_NET, "rank %d: data connection to rank %d (socket %d): %s", env->rank,
-                       ident->to_rank, index, weft_status_string(status));
-        weft_conn_free(c);
+    ident_encode(&c->ident, i, c->nsock, payload);
+    return weft_conn_queue(c->conn[i], WEFT_MSG_IDENT, payload, sizeof(payload), NULL, 0);
+}
+
+void weft_sb_connect_cancel(weft_sb_connecting_t *c)
+{
+    if (!c)
+        return;
+    for (int i = 0; i < c->nsock; i++)
+        weft_conn_free(c->conn[i]);
+    free(c);
+}
+
+weft_status_t weft_sb_connect_start(const weft_net_env_t *env, const uint8_t addr_wire[WEFT_NET_ADDR_BYTES],
+                                    const weft_net_ident_t *ident, int nsock, uint64_t deadline,
+                                    weft_sb_connecting_t **out)
+{
+    weft_sb_connecting_t *c;
+    weft_status_t status;
+
+    if (nsock < 1 || nsock > WEFT_SB_MAX_SOCKETS)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    if (!(c = calloc(1, sizeof(*c))))
+        return WEFT_ERR_NO_MEMORY;
+    c->env = env;
+    c->ident = *ident;
+    c->nsock = nsock;
+    c->deadline = deadline;
+    if ((status = weft_addr_from_wire(addr_wire, &c->addr)) != WEFT_OK) {
+        free(c);
         return status;
     }
-    *fd_out = c->fd;
-    c->fd = -1;
-    weft_conn_free(c);
-    data_socket_tune(*fd_out, env->op_timeout_ms);
+    for (int i = 0; i < nsock; i++) {
+        status = open_socket(c, i);
+        if (status == WEFT_ERR_REMOTE) {
+            c->retry_at = weft_now_ns() + 10000000ull; /* refused: the listener exists, so a transient */
+            continue;
+        }
+        if (status != WEFT_OK) {
+            weft_error(WEFT_SUB_NET, "rank %d: connect to rank %d failed: %s", env->rank, ident->to_rank,
+                       status == WEFT_ERR_SYSTEM ? strerror(errno) : weft_status_string(status));
+            weft_sb_connect_cancel(c);
+            return status;
+        }
+    }
+    *out = c;
     return WEFT_OK;
 }
 
-weft_status_t weft_sb_connect(const weft_net_env_t *env, const uint8_t addr_wire[WEFT_NET_ADDR_BYTES],
-                              const weft_net_ident_t *ident, int nsock, uint64_t deadline, int *fds)
+weft_status_t weft_sb_connect_progress(weft_sb_connecting_t *c, int wait_ms, int *fds)
 {
-    weft_addr_t addr;
-    weft_status_t status;
+    const weft_net_env_t *env = c->env;
+    struct pollfd pfd[WEFT_SB_MAX_SOCKETS + 1];
+    int idx[WEFT_SB_MAX_SOCKETS], n = 0, all = 1;
+    weft_status_t status = WEFT_OK;
 
-    if ((status = weft_addr_from_wire(addr_wire, &addr)) != WEFT_OK)
-        return status;
-    for (int i = 0; i < nsock; i++)
-        fds[i] = -1;
-    for (int i = 0; i < nsock; i++) {
-        if ((status = connect_one(env, &addr, ident, i, nsock, deadline, &fds[i])) != WEFT_OK) {
-            for (int j = 0; j < i; j++)
-                close(fds[j]);
-            return status;
+    /* sockets refused earlier: try again when due */
+    for (int i = 0; i < c->nsock && status == WEFT_OK; i++)
+        if (!c->conn[i] && weft_now_ns() >= c->retry_at) {
+            status = open_socket(c, i);
+            if (status == WEFT_ERR_REMOTE) {
+                c->retry_at = weft_now_ns() + 10000000ull;
+                status = WEFT_OK;
+            }
         }
+    if (status != WEFT_OK)
+        goto fail;
+    pfd[n++] = (struct pollfd){env->wake_fd, POLLIN, 0};
+    for (int i = 0; i < c->nsock; i++)
+        if (c->conn[i] && !c->done[i]) {
+            idx[n - 1] = i;
+            pfd[n++] = (struct pollfd){c->conn[i]->fd, weft_conn_events(c->conn[i]), 0};
+        }
+    if (poll(pfd, (nfds_t)n, WEFT_MIN(wait_ms, weft_ms_left(c->deadline))) < 0 && errno != EINTR) {
+        status = WEFT_ERR_SYSTEM;
+        goto fail;
     }
+    if (pfd[0].revents & POLLIN) {
+        weft_sb_connect_cancel(c);
+        return WEFT_ERR_ABORTED;
+    }
+    for (int k = 1; k < n; k++) {
+        int i = idx[k - 1];
+        weft_frame_t *f;
+        if ((status = weft_conn_progress(c->conn[i], pfd[k].revents)) != WEFT_OK)
+            goto fail;
+        if (!weft_conn_has_frame(c->conn[i]))
+            continue;
+        f = weft_conn_frame(c->conn[i]);
+        if (f->type != WEFT_MSG_IDENT || f->len != 4 || weft_wire_get_u32(f->payload) != 0) {
+            status = WEFT_ERR_PROTOCOL;
+            goto fail;
+        }
+        c->done[i] = 1;
+    }
+    for (int i = 0; i < c->nsock; i++)
+        all = all && c->done[i];
+    if (!all) {
+        if (weft_ms_left(c->deadline) > 0)
+            return WEFT_INPROGRESS;
+        status = WEFT_ERR_TIMEOUT;
+        goto fail;
+    }
+    /* every socket is authenticated and identified: the caller owns them */
+    for (int i = 0; i < c->nsock; i++) {
+        fds[i] = c->conn[i]->fd;
+        c->conn[i]->fd = -1;
+        data_socket_tune(fds[i], env->op_timeout_ms);
+    }
+    weft_sb_connect_cancel(c);
     return WEFT_OK;
+fail:
+    weft_error(WEFT_SUB_NET, "rank %d: connection to rank %d: %s", env->rank, c->ident.to_rank,
+               weft_status_string(status));
+    weft_sb_connect_cancel(c);
+    return status;
 }

@@ -13,14 +13,25 @@ typedef struct weft_sb_listener weft_sb_listener_t;
 /* Listens where env->local says; @p addr is what peers connect to. */
 weft_status_t weft_sb_listen(const weft_net_env_t *env, uint8_t addr[WEFT_NET_ADDR_BYTES], weft_sb_listener_t **out);
 void weft_sb_listen_close(weft_sb_listener_t *l);
-/* Waits until every socket of the connection @p want has arrived; their
- * descriptors in socket order into fds[] (at most @p max), count in *nsock.
- * Sockets of other connections are kept for their own accept. */
-weft_status_t weft_sb_accept(weft_sb_listener_t *l, const weft_net_ident_t *want, uint64_t deadline, int *fds,
-                             int max, int *nsock);
-/* Opens @p nsock sockets to @p addr for @p ident; descriptors into fds[]. */
-weft_status_t weft_sb_connect(const weft_net_env_t *env, const uint8_t addr[WEFT_NET_ADDR_BYTES],
-                              const weft_net_ident_t *ident, int nsock, uint64_t deadline, int *fds);
+/*
+ * One step of accepting the connection @p want: waits up to @p wait_ms for
+ * I/O, then WEFT_OK once every socket of it has arrived (descriptors in
+ * socket order into fds[], at most @p max, count in *nsock), else
+ * WEFT_INPROGRESS (or the error; WEFT_ERR_TIMEOUT after @p deadline).
+ * Sockets of other connections are kept for their own accept.
+ */
+weft_status_t weft_sb_accept(weft_sb_listener_t *l, const weft_net_ident_t *want, uint64_t deadline, int wait_ms,
+                             int *fds, int max, int *nsock);
+
+/* Opening @p nsock sockets to @p addr for @p ident, without blocking. */
+typedef struct weft_sb_connecting weft_sb_connecting_t;
+weft_status_t weft_sb_connect_start(const weft_net_env_t *env, const uint8_t addr[WEFT_NET_ADDR_BYTES],
+                                    const weft_net_ident_t *ident, int nsock, uint64_t deadline,
+                                    weft_sb_connecting_t **out);
+/* One step (waiting up to @p wait_ms): WEFT_INPROGRESS; WEFT_OK with the
+ * descriptors in fds[]; or the error. @p c is gone unless INPROGRESS. */
+weft_status_t weft_sb_connect_progress(weft_sb_connecting_t *c, int wait_ms, int *fds);
+void weft_sb_connect_cancel(weft_sb_connecting_t *c);
 
 /* -- net_io.c: whole-buffer socket I/O with deadlines ------------------------ */
 

@@ -182,35 +182,30 @@ static weft_net_ctx_t *make_ctx(int rank, const char *secret_text, int wake_fd)
     return ctx;
 }
 
-typedef struct {
-    weft_net_ctx_t *ctx;
-    uint8_t addr[WEFT_NET_ADDR_BYTES];
-    weft_net_ident_t ident;
-    weft_net_ep_t *ep;
-    weft_status_t status;
-} connector_t;
-
-static void *connector(void *arg)
-{
-    connector_t *c = arg;
-    c->status = weft_ethernet_ops.connect(c->ctx, c->addr, &c->ident, weft_deadline_ms(3000), &c->ep);
-    return NULL;
-}
-
-/* Connects ctx b (rank 0) to listener l of rank 1: *ea accepted, *eb connected. */
+/* Connects ctx b (rank 0) to listener l of rank 1 with the non-blocking
+ * set-up, both ends driven from this one thread: *ea accepted, *eb
+ * connected. Returns the accept's status; the connect's in *connect_status. */
 static weft_status_t pair(weft_net_ctx_t *b, weft_net_listener_t *l, const uint8_t *addr, uint32_t seq,
                           weft_net_ep_t **ea, weft_net_ep_t **eb, weft_status_t *connect_status, int accept_ms)
 {
-    connector_t c = {.ctx = b, .ident = {0, 1, seq}};
-    pthread_t t;
-    weft_status_t status;
-    memcpy(c.addr, addr, WEFT_NET_ADDR_BYTES);
-    pthread_create(&t, NULL, connector, &c);
-    status = weft_ethernet_ops.accept(l, &c.ident, weft_deadline_ms(accept_ms), ea);
-    pthread_join(t, NULL);
-    *eb = c.ep;
-    *connect_status = c.status;
-    return status;
+    weft_net_ident_t ident = {0, 1, seq};
+    weft_net_pending_t *pc = NULL, *pa = NULL;
+    weft_status_t cs, as;
+    *ea = *eb = NULL;
+    cs = weft_ethernet_ops.connect(b, addr, &ident, weft_deadline_ms(accept_ms), &pc);
+    as = weft_ethernet_ops.accept(l, &ident, weft_deadline_ms(accept_ms), &pa);
+    if (cs == WEFT_OK)
+        cs = WEFT_INPROGRESS;
+    if (as == WEFT_OK)
+        as = WEFT_INPROGRESS;
+    while (cs == WEFT_INPROGRESS || as == WEFT_INPROGRESS) {
+        if (cs == WEFT_INPROGRESS)
+            cs = weft_ethernet_ops.progress(pc, 5, eb);
+        if (as == WEFT_INPROGRESS)
+            as = weft_ethernet_ops.progress(pa, 5, ea);
+    }
+    *connect_status = cs;
+    return as;
 }
 
 static int wait_word(volatile uint64_t *w, uint64_t v, int ms)
@@ -240,6 +235,20 @@ static void provider_tests(void)
 
     ok(a && b, "two ethernet contexts");
     is_int(WEFT_OK, weft_ethernet_ops.listen(a, addr, &l), "listen on loopback");
+    {
+        /* nobody accepts yet: starting and stepping return at once */
+        weft_net_ident_t ident = {0, 1, 3};
+        weft_net_pending_t *p = NULL;
+        weft_net_ep_t *ep = NULL;
+        long t0 = (long)(weft_now_ns() / 1000000);
+        weft_status_t st = weft_ethernet_ops.connect(b, addr, &ident, weft_deadline_ms(300), &p);
+        weft_status_t st2 = st == WEFT_OK ? weft_ethernet_ops.progress(p, 0, &ep) : st;
+        ok(st == WEFT_OK && st2 == WEFT_INPROGRESS && (long)(weft_now_ns() / 1000000) - t0 < 100,
+           "connect and a progress step do not block while the peer does not accept (%d, %d)", st, st2);
+        while (st2 == WEFT_INPROGRESS)
+            st2 = weft_ethernet_ops.progress(p, 20, &ep);
+        is_int(WEFT_ERR_TIMEOUT, st2, "... and the set-up ends in WEFT_ERR_TIMEOUT at its deadline");
+    }
     is_int(WEFT_OK, pair(b, l, addr, 7, &ea, &eb, &cs, 3000), "accept the connection of (rank 0, seq 7)");
     is_int(WEFT_OK, cs, "connect: authenticated and identified on every socket");
     ok(ea && eb && ea->nsock == 4 && eb->nsock == 4, "both ends have WEFT_NET_SOCKETS=4 sockets");
@@ -353,7 +362,7 @@ static void provider_tests(void)
 
 int main(void)
 {
-    plan(22);
+    plan(24);
     setenv("WEFT_NET_SOCKETS", "4", 1);
     io_tests();
     gpu = weft_gpu_find("host");

@@ -491,9 +491,12 @@ static weft_status_t wait_slot(weft_net_ep_t *ep, weft_eth_sock_t *s)
         if ((status = check_usable(ep)) != WEFT_OK)
             break;
         if (weft_ms_left(deadline) == 0) {
-            weft_error(WEFT_SUB_NET, "rank %d: connection to rank %d: send queue stuck for %d ms", ep->ctx->env.rank,
-                       ep->peer, ep->ctx->env.op_timeout_ms);
-            status = WEFT_ERR_TIMEOUT;
+            /* nothing left the queue for the whole deadline: the peer stopped reading */
+            pthread_mutex_unlock(&ep->lock);
+            weft_eth_ep_fail(ep, WEFT_ERR_REMOTE, "the send queue did not move for %d ms (peer gone or stuck)",
+                             ep->ctx->env.op_timeout_ms);
+            pthread_mutex_lock(&ep->lock);
+            status = ep->error;
             break;
         }
         wait_slice(&ep->done_cond, &ep->lock);
@@ -513,8 +516,15 @@ static weft_status_t open_post(weft_net_ep_t *ep, uint64_t wr_id, uint64_t *post
             ep->post_head++;
         if (ep->post_tail - ep->post_head < WEFT_ETH_POSTS)
             break;
-        if (weft_ms_left(deadline) == 0 || ep->error != WEFT_OK)
-            return ep->error != WEFT_OK ? ep->error : WEFT_ERR_TIMEOUT;
+        if (ep->error != WEFT_OK)
+            return ep->error;
+        if (weft_ms_left(deadline) == 0) {
+            pthread_mutex_unlock(&ep->lock);
+            weft_eth_ep_fail(ep, WEFT_ERR_REMOTE, "no completion for %d ms (peer gone or stuck)",
+                             ep->ctx->env.op_timeout_ms);
+            pthread_mutex_lock(&ep->lock);
+            return ep->error;
+        }
         ep->done_waiters++;
         wait_slice(&ep->done_cond, &ep->lock);
         ep->done_waiters--;
@@ -656,9 +666,12 @@ weft_status_t weft_eth_flush(weft_net_ep_t *ep, int timeout_ms)
             break;
         }
         if (weft_ms_left(deadline) == 0) {
-            weft_error(WEFT_SUB_NET, "rank %d: flush of the connection to rank %d timed out (%llu frames unsent)",
-                       ep->ctx->env.rank, ep->peer, (unsigned long long)(ep->queued_total - ep->sent_total));
-            status = WEFT_ERR_TIMEOUT;
+            uint64_t unsent = ep->queued_total - ep->sent_total;
+            pthread_mutex_unlock(&ep->lock);
+            weft_eth_ep_fail(ep, WEFT_ERR_REMOTE, "flush: %llu frames unsent after %d ms (peer gone or stuck)",
+                             (unsigned long long)unsent, timeout_ms > 0 ? timeout_ms : ep->ctx->env.op_timeout_ms);
+            pthread_mutex_lock(&ep->lock);
+            status = ep->error;
             break;
         }
         wait_slice(&ep->done_cond, &ep->lock);

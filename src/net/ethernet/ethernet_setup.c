@@ -157,26 +157,81 @@ static weft_status_t ep_from_fds(weft_net_ctx_t *ctx, int peer, const int *fds, 
     return WEFT_OK;
 }
 
-static weft_status_t eth_accept(weft_net_listener_t *l, const weft_net_ident_t *want, uint64_t deadline,
-                                weft_net_ep_t **out)
+/* A connection being set up: ours (connecting) or a peer's (accepting). */
+struct weft_net_pending {
+    weft_net_ctx_t *ctx;
+    weft_sb_listener_t *sb;         /* accepting */
+    weft_sb_connecting_t *connecting;
+    weft_net_ident_t ident;
+    uint64_t deadline;
+};
+
+static weft_status_t pending_new(weft_net_ctx_t *ctx, const weft_net_ident_t *ident, uint64_t deadline,
+                                 weft_net_pending_t **out)
 {
-    int fds[WEFT_ETH_MAX_SOCKETS], nsock = 0;
-    weft_status_t status = weft_sb_accept(l->sb, want, deadline, fds, WEFT_ETH_MAX_SOCKETS, &nsock);
-    if (status != WEFT_OK)
-        return status;
-    return ep_from_fds(l->ctx, want->from_rank, fds, nsock, out);
+    weft_net_pending_t *p = calloc(1, sizeof(*p));
+    if (!p)
+        return WEFT_ERR_NO_MEMORY;
+    p->ctx = ctx;
+    p->ident = *ident;
+    p->deadline = deadline;
+    *out = p;
+    return WEFT_OK;
 }
 
-/* -- connect ----------------------------------------------------------------- */
+static weft_status_t eth_accept(weft_net_listener_t *l, const weft_net_ident_t *want, uint64_t deadline,
+                                weft_net_pending_t **out)
+{
+    weft_status_t status = pending_new(l->ctx, want, deadline, out);
+    if (status == WEFT_OK)
+        (*out)->sb = l->sb;
+    return status;
+}
 
 static weft_status_t eth_connect(weft_net_ctx_t *ctx, const uint8_t addr[WEFT_NET_ADDR_BYTES],
-                                 const weft_net_ident_t *ident, uint64_t deadline, weft_net_ep_t **out)
+                                 const weft_net_ident_t *ident, uint64_t deadline, weft_net_pending_t **out)
 {
-    int fds[WEFT_ETH_MAX_SOCKETS];
-    weft_status_t status = weft_sb_connect(&ctx->env, addr, ident, ctx->nsockets, deadline, fds);
+    weft_status_t status = pending_new(ctx, ident, deadline, out);
     if (status != WEFT_OK)
         return status;
-    return ep_from_fds(ctx, ident->to_rank, fds, ctx->nsockets, out);
+    if ((status = weft_sb_connect_start(&ctx->env, addr, ident, ctx->nsockets, deadline, &(*out)->connecting)) !=
+        WEFT_OK) {
+        free(*out);
+        *out = NULL;
+    }
+    return status;
+}
+
+static void eth_cancel(weft_net_pending_t *p)
+{
+    if (!p)
+        return;
+    weft_sb_connect_cancel(p->connecting);
+    free(p);
+}
+
+static weft_status_t eth_progress(weft_net_pending_t *p, int wait_ms, weft_net_ep_t **ep)
+{
+    int fds[WEFT_ETH_MAX_SOCKETS], nsock = 0, peer;
+    weft_net_ctx_t *ctx = p->ctx;
+    weft_status_t status;
+
+    if (p->sb) {
+        peer = p->ident.from_rank;
+        status = weft_sb_accept(p->sb, &p->ident, p->deadline, wait_ms, fds, WEFT_ETH_MAX_SOCKETS, &nsock);
+    } else {
+        peer = p->ident.to_rank;
+        nsock = ctx->nsockets;
+        status = weft_sb_connect_progress(p->connecting, wait_ms, fds);
+        if (status != WEFT_INPROGRESS)
+            p->connecting = NULL; /* gone either way */
+    }
+    if (status == WEFT_INPROGRESS)
+        return status;
+    eth_cancel(p);
+    if (status != WEFT_OK)
+        return status;
+    return ep_from_fds(ctx, peer, fds, nsock, ep);
 }
 
 const weft_net_ops_t weft_ethernet_ops = {
@@ -189,6 +244,8 @@ const weft_net_ops_t weft_ethernet_ops = {
     .listen_close = eth_listen_close,
     .connect = eth_connect,
     .accept = eth_accept,
+    .progress = eth_progress,
+    .cancel = eth_cancel,
     .reg_mr = eth_reg_mr,
     .dereg_mr = eth_dereg_mr,
     .post_write = weft_eth_post_write,

@@ -358,24 +358,84 @@ out:
     return status;
 }
 
-static weft_status_t ib_accept(weft_net_listener_t *l, const weft_net_ident_t *want, uint64_t deadline,
-                               weft_net_ep_t **out)
+/* A connection being set up: the side-band socket first, without
+ * blocking; then the queue-pair exchange over it. */
+struct weft_net_pending {
+    weft_net_ctx_t *ctx;
+    weft_sb_listener_t *sb;         /* accepting */
+    weft_sb_connecting_t *connecting;
+    weft_net_ident_t ident;
+    uint64_t deadline;
+};
+
+static weft_status_t pending_new(weft_net_ctx_t *ctx, const weft_net_ident_t *ident, uint64_t deadline,
+                                 weft_net_pending_t **out)
 {
-    int fd, n = 0;
-    weft_status_t status = weft_sb_accept(l->sb, want, deadline, &fd, 1, &n);
-    if (status != WEFT_OK)
-        return status;
-    return handshake(l->ctx, fd, want->from_rank, want->seq, deadline, out);
+    weft_net_pending_t *p = calloc(1, sizeof(*p));
+    if (!p)
+        return WEFT_ERR_NO_MEMORY;
+    p->ctx = ctx;
+    p->ident = *ident;
+    p->deadline = deadline;
+    *out = p;
+    return WEFT_OK;
+}
+
+static weft_status_t ib_accept(weft_net_listener_t *l, const weft_net_ident_t *want, uint64_t deadline,
+                               weft_net_pending_t **out)
+{
+    weft_status_t status = pending_new(l->ctx, want, deadline, out);
+    if (status == WEFT_OK)
+        (*out)->sb = l->sb;
+    return status;
 }
 
 static weft_status_t ib_connect(weft_net_ctx_t *ctx, const uint8_t addr[WEFT_NET_ADDR_BYTES],
-                                const weft_net_ident_t *ident, uint64_t deadline, weft_net_ep_t **out)
+                                const weft_net_ident_t *ident, uint64_t deadline, weft_net_pending_t **out)
 {
-    int fd;
-    weft_status_t status = weft_sb_connect(&ctx->env, addr, ident, 1, deadline, &fd);
+    weft_status_t status = pending_new(ctx, ident, deadline, out);
     if (status != WEFT_OK)
         return status;
-    return handshake(ctx, fd, ident->to_rank, ident->seq, deadline, out);
+    if ((status = weft_sb_connect_start(&ctx->env, addr, ident, 1, deadline, &(*out)->connecting)) != WEFT_OK) {
+        free(*out);
+        *out = NULL;
+    }
+    return status;
+}
+
+static void ib_cancel(weft_net_pending_t *p)
+{
+    if (!p)
+        return;
+    weft_sb_connect_cancel(p->connecting);
+    free(p);
+}
+
+static weft_status_t ib_progress(weft_net_pending_t *p, int wait_ms, weft_net_ep_t **ep)
+{
+    weft_net_ctx_t *ctx = p->ctx;
+    weft_net_ident_t ident = p->ident;
+    uint64_t deadline = p->deadline;
+    int fd = -1, n = 1, peer;
+    weft_status_t status;
+
+    if (p->sb) {
+        peer = ident.from_rank;
+        status = weft_sb_accept(p->sb, &ident, deadline, wait_ms, &fd, 1, &n);
+    } else {
+        peer = ident.to_rank;
+        status = weft_sb_connect_progress(p->connecting, wait_ms, &fd);
+        if (status != WEFT_INPROGRESS)
+            p->connecting = NULL;
+    }
+    if (status == WEFT_INPROGRESS)
+        return status;
+    ib_cancel(p);
+    if (status != WEFT_OK)
+        return status;
+    /* The socket is up, so the peer is in this exchange too: a few bytes
+     * each way, bounded by the deadline. */
+    return handshake(ctx, fd, peer, ident.seq, deadline, ep);
 }
 
 const weft_net_ops_t weft_ib_ops = {
@@ -388,6 +448,8 @@ const weft_net_ops_t weft_ib_ops = {
     .listen_close = ib_listen_close,
     .connect = ib_connect,
     .accept = ib_accept,
+    .progress = ib_progress,
+    .cancel = ib_cancel,
     .reg_mr = ib_reg_mr,
     .dereg_mr = ib_dereg_mr,
     .post_write = weft_ib_post_write,
