@@ -406,3 +406,116 @@ fail:
     weft_sb_connect_cancel(c);
     return status;
 }
+
+/* -- a set-up either way: connecting or accepting --------------------------------- */
+
+struct weft_sb_pending {
+    weft_sb_listener_t *sb;           /* accepting */
+    weft_sb_connecting_t *connecting; /* connecting */
+    weft_net_ident_t ident;
+    uint64_t deadline;
+};
+
+weft_status_t weft_sb_pending_accept(weft_sb_listener_t *l, const weft_net_ident_t *ident, uint64_t deadline,
+                                     weft_sb_pending_t **out)
+{
+    weft_sb_pending_t *p = calloc(1, sizeof(*p));
+    if (!p)
+        return WEFT_ERR_NO_MEMORY;
+    p->sb = l;
+    p->ident = *ident;
+    p->deadline = deadline;
+    *out = p;
+    return WEFT_OK;
+}
+
+weft_status_t weft_sb_pending_connect(const weft_net_env_t *env, const uint8_t addr[WEFT_NET_ADDR_BYTES],
+                                      const weft_net_ident_t *ident, int nsock, uint64_t deadline,
+                                      weft_sb_pending_t **out)
+{
+    weft_sb_pending_t *p = calloc(1, sizeof(*p));
+    weft_status_t status;
+    if (!p)
+        return WEFT_ERR_NO_MEMORY;
+    p->ident = *ident;
+    p->deadline = deadline;
+    if ((status = weft_sb_connect_start(env, addr, ident, nsock, deadline, &p->connecting)) != WEFT_OK) {
+        free(p);
+        return status;
+    }
+    *out = p;
+    return WEFT_OK;
+}
+
+void weft_sb_pending_cancel(weft_sb_pending_t *p)
+{
+    if (!p)
+        return;
+    weft_sb_connect_cancel(p->connecting);
+    free(p);
+}
+
+weft_status_t weft_sb_pending_progress(weft_sb_pending_t *p, int wait_ms, int *fds, int max, int *nsock, int *peer,
+                                       weft_net_ident_t *ident, uint64_t *deadline)
+{
+    weft_status_t status;
+    *ident = p->ident;
+    *deadline = p->deadline;
+    if (p->sb) {
+        *peer = p->ident.from_rank;
+        status = weft_sb_accept(p->sb, &p->ident, p->deadline, wait_ms, fds, max, nsock);
+    } else {
+        *peer = p->ident.to_rank;
+        *nsock = p->connecting->nsock;
+        status = weft_sb_connect_progress(p->connecting, wait_ms, fds);
+        if (status != WEFT_INPROGRESS)
+            p->connecting = NULL; /* gone either way */
+    }
+    if (status != WEFT_INPROGRESS)
+        weft_sb_pending_cancel(p);
+    return status;
+}
+
+weft_status_t weft_sb_pending_wrap(weft_net_ctx_t *ctx, weft_status_t status, weft_sb_pending_t *sb,
+                                   weft_net_pending_t **out)
+{
+    if (status == WEFT_OK && !(*out = calloc(1, sizeof(**out)))) {
+        weft_sb_pending_cancel(sb);
+        status = WEFT_ERR_NO_MEMORY;
+    }
+    if (status == WEFT_OK) {
+        (*out)->ctx = ctx;
+        (*out)->sb = sb;
+    }
+    return status;
+}
+
+void weft_sb_pending_free(weft_net_pending_t *p)
+{
+    if (!p)
+        return;
+    weft_sb_pending_cancel(p->sb);
+    free(p);
+}
+
+weft_status_t weft_sb_net_listen(weft_net_ctx_t *ctx, const weft_net_env_t *env, uint8_t addr[WEFT_NET_ADDR_BYTES],
+                                 weft_net_listener_t **out)
+{
+    weft_net_listener_t *l = calloc(1, sizeof(*l));
+    weft_status_t status;
+    if (!l)
+        return WEFT_ERR_NO_MEMORY;
+    l->ctx = ctx;
+    if ((status = weft_sb_listen(env, addr, &l->sb)) != WEFT_OK) {
+        free(l);
+        return status;
+    }
+    *out = l;
+    return WEFT_OK;
+}
+
+void weft_sb_net_listen_close(weft_net_listener_t *l)
+{
+    weft_sb_listen_close(l->sb);
+    free(l);
+}

@@ -33,6 +33,44 @@ weft_status_t weft_sb_connect_start(const weft_net_env_t *env, const uint8_t add
 weft_status_t weft_sb_connect_progress(weft_sb_connecting_t *c, int wait_ms, int *fds);
 void weft_sb_connect_cancel(weft_sb_connecting_t *c);
 
+/*
+ * Either of the above as one object, for providers: a connection being set
+ * up (connecting, or accepting what @p ident makes). Progress: one step,
+ * as above; unless WEFT_INPROGRESS the object is gone, and on WEFT_OK the
+ * descriptors are in fds[] (*nsock of them, for *peer). The ident and the
+ * deadline are handed back for what the provider does next.
+ */
+typedef struct weft_sb_pending weft_sb_pending_t;
+weft_status_t weft_sb_pending_accept(weft_sb_listener_t *l, const weft_net_ident_t *ident, uint64_t deadline,
+                                     weft_sb_pending_t **out);
+weft_status_t weft_sb_pending_connect(const weft_net_env_t *env, const uint8_t addr[WEFT_NET_ADDR_BYTES],
+                                      const weft_net_ident_t *ident, int nsock, uint64_t deadline,
+                                      weft_sb_pending_t **out);
+weft_status_t weft_sb_pending_progress(weft_sb_pending_t *p, int wait_ms, int *fds, int max, int *nsock, int *peer,
+                                       weft_net_ident_t *ident, uint64_t *deadline);
+void weft_sb_pending_cancel(weft_sb_pending_t *p);
+
+/* The providers' weft_net_pending_t: a side-band set-up and the context it
+ * belongs to; what follows the sockets is the provider's. */
+struct weft_net_pending {
+    weft_net_ctx_t *ctx;
+    weft_sb_pending_t *sb;
+};
+/* Wraps @p sb (made with @p status) for @p ctx; on failure nothing is left. */
+weft_status_t weft_sb_pending_wrap(weft_net_ctx_t *ctx, weft_status_t status, weft_sb_pending_t *sb,
+                                   weft_net_pending_t **out);
+/* Cancels a wrapped set-up (NULL: nothing). */
+void weft_sb_pending_free(weft_net_pending_t *p);
+
+/* The providers' weft_net_listener_t: a side-band listener of a context. */
+struct weft_net_listener {
+    weft_net_ctx_t *ctx;
+    weft_sb_listener_t *sb;
+};
+weft_status_t weft_sb_net_listen(weft_net_ctx_t *ctx, const weft_net_env_t *env, uint8_t addr[WEFT_NET_ADDR_BYTES],
+                                 weft_net_listener_t **out);
+void weft_sb_net_listen_close(weft_net_listener_t *l);
+
 /* -- net_io.c: whole-buffer socket I/O with deadlines ------------------------ */
 
 /*

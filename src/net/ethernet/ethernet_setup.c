@@ -18,11 +18,6 @@
 #include <string.h>
 #include <unistd.h>
 
-struct weft_net_listener {
-    weft_net_ctx_t *ctx;
-    weft_sb_listener_t *sb;
-};
-
 /* -- context and registrations ------------------------------------------ */
 
 static weft_status_t eth_init(const weft_net_env_t *env, weft_net_ctx_t **out)
@@ -118,23 +113,7 @@ static void eth_dereg_mr(weft_net_ctx_t *ctx, weft_net_mr_t *mr)
 
 static weft_status_t eth_listen(weft_net_ctx_t *ctx, uint8_t addr[WEFT_NET_ADDR_BYTES], weft_net_listener_t **out)
 {
-    weft_net_listener_t *l = calloc(1, sizeof(*l));
-    weft_status_t status;
-    if (!l)
-        return WEFT_ERR_NO_MEMORY;
-    l->ctx = ctx;
-    if ((status = weft_sb_listen(&ctx->env, addr, &l->sb)) != WEFT_OK) {
-        free(l);
-        return status;
-    }
-    *out = l;
-    return WEFT_OK;
-}
-
-static void eth_listen_close(weft_net_listener_t *l)
-{
-    weft_sb_listen_close(l->sb);
-    free(l);
+    return weft_sb_net_listen(ctx, &ctx->env, addr, out);
 }
 
 /* An endpoint over connected sockets; its threads started. */
@@ -157,78 +136,34 @@ static weft_status_t ep_from_fds(weft_net_ctx_t *ctx, int peer, const int *fds, 
     return WEFT_OK;
 }
 
-/* A connection being set up: ours (connecting) or a peer's (accepting). */
-struct weft_net_pending {
-    weft_net_ctx_t *ctx;
-    weft_sb_listener_t *sb;         /* accepting */
-    weft_sb_connecting_t *connecting;
-    weft_net_ident_t ident;
-    uint64_t deadline;
-};
-
-static weft_status_t pending_new(weft_net_ctx_t *ctx, const weft_net_ident_t *ident, uint64_t deadline,
-                                 weft_net_pending_t **out)
-{
-    weft_net_pending_t *p = calloc(1, sizeof(*p));
-    if (!p)
-        return WEFT_ERR_NO_MEMORY;
-    p->ctx = ctx;
-    p->ident = *ident;
-    p->deadline = deadline;
-    *out = p;
-    return WEFT_OK;
-}
-
+/* A connection being set up: the side-band sockets, then the endpoint. */
 static weft_status_t eth_accept(weft_net_listener_t *l, const weft_net_ident_t *want, uint64_t deadline,
                                 weft_net_pending_t **out)
 {
-    weft_status_t status = pending_new(l->ctx, want, deadline, out);
-    if (status == WEFT_OK)
-        (*out)->sb = l->sb;
-    return status;
+    weft_sb_pending_t *sb = NULL;
+    weft_status_t status = weft_sb_pending_accept(l->sb, want, deadline, &sb);
+    return weft_sb_pending_wrap(l->ctx, status, sb, out);
 }
 
 static weft_status_t eth_connect(weft_net_ctx_t *ctx, const uint8_t addr[WEFT_NET_ADDR_BYTES],
                                  const weft_net_ident_t *ident, uint64_t deadline, weft_net_pending_t **out)
 {
-    weft_status_t status = pending_new(ctx, ident, deadline, out);
-    if (status != WEFT_OK)
-        return status;
-    if ((status = weft_sb_connect_start(&ctx->env, addr, ident, ctx->nsockets, deadline, &(*out)->connecting)) !=
-        WEFT_OK) {
-        free(*out);
-        *out = NULL;
-    }
-    return status;
-}
-
-static void eth_cancel(weft_net_pending_t *p)
-{
-    if (!p)
-        return;
-    weft_sb_connect_cancel(p->connecting);
-    free(p);
+    weft_sb_pending_t *sb = NULL;
+    weft_status_t status = weft_sb_pending_connect(&ctx->env, addr, ident, ctx->nsockets, deadline, &sb);
+    return weft_sb_pending_wrap(ctx, status, sb, out);
 }
 
 static weft_status_t eth_progress(weft_net_pending_t *p, int wait_ms, weft_net_ep_t **ep)
 {
     int fds[WEFT_ETH_MAX_SOCKETS], nsock = 0, peer;
     weft_net_ctx_t *ctx = p->ctx;
-    weft_status_t status;
-
-    if (p->sb) {
-        peer = p->ident.from_rank;
-        status = weft_sb_accept(p->sb, &p->ident, p->deadline, wait_ms, fds, WEFT_ETH_MAX_SOCKETS, &nsock);
-    } else {
-        peer = p->ident.to_rank;
-        nsock = ctx->nsockets;
-        status = weft_sb_connect_progress(p->connecting, wait_ms, fds);
-        if (status != WEFT_INPROGRESS)
-            p->connecting = NULL; /* gone either way */
-    }
+    weft_net_ident_t ident;
+    uint64_t deadline;
+    weft_status_t status =
+        weft_sb_pending_progress(p->sb, wait_ms, fds, WEFT_ETH_MAX_SOCKETS, &nsock, &peer, &ident, &deadline);
     if (status == WEFT_INPROGRESS)
         return status;
-    eth_cancel(p);
+    free(p); /* the side-band part is gone */
     if (status != WEFT_OK)
         return status;
     return ep_from_fds(ctx, peer, fds, nsock, ep);
@@ -241,11 +176,11 @@ const weft_net_ops_t weft_ethernet_ops = {
     .init = eth_init,
     .fini = eth_fini,
     .listen = eth_listen,
-    .listen_close = eth_listen_close,
+    .listen_close = weft_sb_net_listen_close,
     .connect = eth_connect,
     .accept = eth_accept,
     .progress = eth_progress,
-    .cancel = eth_cancel,
+    .cancel = weft_sb_pending_free,
     .reg_mr = eth_reg_mr,
     .dereg_mr = eth_dereg_mr,
     .post_write = weft_eth_post_write,

@@ -21,11 +21,6 @@
 
 #define INFO_MAGIC 0x51544657u /* "WFTQ" */
 
-struct weft_net_listener {
-    weft_net_ctx_t *ctx;
-    weft_sb_listener_t *sb;
-};
-
 /* -- choosing and opening HCAs -------------------------------------------- */
 
 static int gpu_in_topology(const weft_net_env_t *env, const weft_topo_t *topo)
@@ -289,23 +284,7 @@ static void ib_dereg_mr(weft_net_ctx_t *ctx, weft_net_mr_t *mr)
 
 static weft_status_t ib_listen(weft_net_ctx_t *ctx, uint8_t addr[WEFT_NET_ADDR_BYTES], weft_net_listener_t **out)
 {
-    weft_net_listener_t *l = calloc(1, sizeof(*l));
-    weft_status_t status;
-    if (!l)
-        return WEFT_ERR_NO_MEMORY;
-    l->ctx = ctx;
-    if ((status = weft_sb_listen(&ctx->env, addr, &l->sb)) != WEFT_OK) {
-        free(l);
-        return status;
-    }
-    *out = l;
-    return WEFT_OK;
-}
-
-static void ib_listen_close(weft_net_listener_t *l)
-{
-    weft_sb_listen_close(l->sb);
-    free(l);
+    return weft_sb_net_listen(ctx, &ctx->env, addr, out);
 }
 
 /* Over the side-band socket: our details out, theirs in, both QPs to RTS,
@@ -360,77 +339,32 @@ out:
 
 /* A connection being set up: the side-band socket first, without
  * blocking; then the queue-pair exchange over it. */
-struct weft_net_pending {
-    weft_net_ctx_t *ctx;
-    weft_sb_listener_t *sb;         /* accepting */
-    weft_sb_connecting_t *connecting;
-    weft_net_ident_t ident;
-    uint64_t deadline;
-};
-
-static weft_status_t pending_new(weft_net_ctx_t *ctx, const weft_net_ident_t *ident, uint64_t deadline,
-                                 weft_net_pending_t **out)
-{
-    weft_net_pending_t *p = calloc(1, sizeof(*p));
-    if (!p)
-        return WEFT_ERR_NO_MEMORY;
-    p->ctx = ctx;
-    p->ident = *ident;
-    p->deadline = deadline;
-    *out = p;
-    return WEFT_OK;
-}
-
 static weft_status_t ib_accept(weft_net_listener_t *l, const weft_net_ident_t *want, uint64_t deadline,
                                weft_net_pending_t **out)
 {
-    weft_status_t status = pending_new(l->ctx, want, deadline, out);
-    if (status == WEFT_OK)
-        (*out)->sb = l->sb;
-    return status;
+    weft_sb_pending_t *sb = NULL;
+    weft_status_t status = weft_sb_pending_accept(l->sb, want, deadline, &sb);
+    return weft_sb_pending_wrap(l->ctx, status, sb, out);
 }
 
 static weft_status_t ib_connect(weft_net_ctx_t *ctx, const uint8_t addr[WEFT_NET_ADDR_BYTES],
                                 const weft_net_ident_t *ident, uint64_t deadline, weft_net_pending_t **out)
 {
-    weft_status_t status = pending_new(ctx, ident, deadline, out);
-    if (status != WEFT_OK)
-        return status;
-    if ((status = weft_sb_connect_start(&ctx->env, addr, ident, 1, deadline, &(*out)->connecting)) != WEFT_OK) {
-        free(*out);
-        *out = NULL;
-    }
-    return status;
-}
-
-static void ib_cancel(weft_net_pending_t *p)
-{
-    if (!p)
-        return;
-    weft_sb_connect_cancel(p->connecting);
-    free(p);
+    weft_sb_pending_t *sb = NULL;
+    weft_status_t status = weft_sb_pending_connect(&ctx->env, addr, ident, 1, deadline, &sb);
+    return weft_sb_pending_wrap(ctx, status, sb, out);
 }
 
 static weft_status_t ib_progress(weft_net_pending_t *p, int wait_ms, weft_net_ep_t **ep)
 {
     weft_net_ctx_t *ctx = p->ctx;
-    weft_net_ident_t ident = p->ident;
-    uint64_t deadline = p->deadline;
+    weft_net_ident_t ident;
+    uint64_t deadline;
     int fd = -1, n = 1, peer;
-    weft_status_t status;
-
-    if (p->sb) {
-        peer = ident.from_rank;
-        status = weft_sb_accept(p->sb, &ident, deadline, wait_ms, &fd, 1, &n);
-    } else {
-        peer = ident.to_rank;
-        status = weft_sb_connect_progress(p->connecting, wait_ms, &fd);
-        if (status != WEFT_INPROGRESS)
-            p->connecting = NULL;
-    }
+    weft_status_t status = weft_sb_pending_progress(p->sb, wait_ms, &fd, 1, &n, &peer, &ident, &deadline);
     if (status == WEFT_INPROGRESS)
         return status;
-    ib_cancel(p);
+    free(p);
     if (status != WEFT_OK)
         return status;
     /* The socket is up, so the peer is in this exchange too: a few bytes
@@ -445,11 +379,11 @@ const weft_net_ops_t weft_ib_ops = {
     .init = ib_init,
     .fini = ib_fini,
     .listen = ib_listen,
-    .listen_close = ib_listen_close,
+    .listen_close = weft_sb_net_listen_close,
     .connect = ib_connect,
     .accept = ib_accept,
     .progress = ib_progress,
-    .cancel = ib_cancel,
+    .cancel = weft_sb_pending_free,
     .reg_mr = ib_reg_mr,
     .dereg_mr = ib_dereg_mr,
     .post_write = weft_ib_post_write,
