@@ -92,6 +92,14 @@ static weft_status_t load_hwloc(weft_topo_t *t, const char *xml)
     if (hwloc_topology_init(&h) != 0)
         return WEFT_ERR_SYSTEM;
     hwloc_topology_set_io_types_filter(h, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+#if HWLOC_API_VERSION >= 0x00020100
+    /* PCI from sysfs (hwloc's linux component) rather than the libpciaccess
+     * plugin, which leaks its device-name tables on every load, and names
+     * are all it adds here; GL/OpenCL plugins would start vendor runtimes. */
+    hwloc_topology_set_components(h, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci");
+    hwloc_topology_set_components(h, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "gl");
+    hwloc_topology_set_components(h, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "opencl");
+#endif
     if ((xml && hwloc_topology_set_xml(h, xml) != 0) || hwloc_topology_load(h) != 0) {
         weft_error(WEFT_SUB_INIT, "hwloc could not load %s: %s", xml ? xml : "the topology", strerror(errno));
         hwloc_topology_destroy(h);

@@ -115,6 +115,24 @@ static void net_teardown(net_t *n)
     weft_mem_free(n->comm, n->buf);
 }
 
+/* After a failure: abort, then release everything (nothing leaks). */
+static void net_abandon(net_t *n)
+{
+    weft_comm_abort(n->comm);
+    weft_proxy_destroy(n->proxy);
+    for (int p = 0; p < n->nranks; p++) {
+        if (n->sema[p])
+            weft_semaphore_destroy(n->sema[p]);
+        if (n->conn[p])
+            weft_connection_destroy(n->conn[p]);
+        if (n->rmem[p])
+            weft_mem_deregister(n->rmem[p]);
+    }
+    n->comm->gpu->stream_destroy(n->comm->gctx, n->stream);
+    weft_mem_deregister(n->mem);
+    weft_comm_destroy(n->comm);
+}
+
 /* block p: put our source into peer p's slot for us with a signal, wait for
  * p's, flush; @p rounds times. */
 static void k_exchange(const weft_kctx_t *k, void *a)
@@ -259,19 +277,7 @@ static int peer_fails(int rank, int nranks, void *arg)
         if (async != WEFT_ERR_REMOTE)
             return rank_fail("the communicator's error is %s, want WEFT_ERR_REMOTE", weft_status_string(async));
     }
-    weft_comm_abort(comm);
-    weft_proxy_destroy(n.proxy);
-    for (int p = 0; p < n.nranks; p++) {
-        if (n.sema[p])
-            weft_semaphore_destroy(n.sema[p]);
-        if (n.conn[p])
-            weft_connection_destroy(n.conn[p]);
-        if (n.rmem[p])
-            weft_mem_deregister(n.rmem[p]);
-    }
-    n.comm->gpu->stream_destroy(n.comm->gctx, n.stream);
-    weft_mem_deregister(n.mem);
-    weft_comm_destroy(comm);
+    net_abandon(&n);
     return 0;
 }
 
@@ -325,11 +331,14 @@ static int stream_until_error(int rank, int nranks)
     n.size = 1u << 20;
     n.rounds = 1 << 30;
     n.nowait = 1;
+    printf("streaming\n"); /* the caller takes the link down after this */
+    fflush(stdout);
     status = launch(&n);
     printf("error: %s (%s)\n", weft_get_last_error(), weft_status_string(status));
     snprintf(peer, sizeof(peer), "rank %d", 1 - rank);
-    weft_comm_abort(comm);
-    return status != WEFT_OK && strstr(weft_get_last_error(), peer) ? 0 : 1;
+    status = status != WEFT_OK && strstr(weft_get_last_error(), peer) ? WEFT_OK : WEFT_ERR_INTERNAL;
+    net_abandon(&n);
+    return status == WEFT_OK ? 0 : 1;
 }
 
 static int ipv6_loopback(void)
