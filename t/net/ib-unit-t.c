@@ -38,7 +38,7 @@ int main(void)
     struct ibv_device **devs;
     int ndev = 0;
 
-    plan(30);
+    plan(33);
     /* WEFT_IB_HCA */
     ok(weft_ib_hca_match("", "mlx5_0", 1), "empty spec: every HCA");
     ok(weft_ib_hca_match("mlx5", "mlx5_1", 1), "prefix match");
@@ -111,6 +111,23 @@ int main(void)
            wr.wr.atomic.remote_addr == 0x5010 && wr.wr.atomic.rkey == 12 && (wr.send_flags & IBV_SEND_FENCE) &&
            sge.length == 8 && sge.lkey == 3,
        "add signal: a fenced fetch-add into a registered result word");
+
+    {
+        uint64_t target = 0x7000;
+        weft_ib_wr_imm_add(&wr, &sge, &target, 0x9000 + 3 * 8, 21, 1, 8);
+        ok(wr.opcode == IBV_WR_RDMA_WRITE_WITH_IMM && ntohl(wr.imm_data) == 1 && (wr.send_flags & IBV_SEND_INLINE) &&
+               sge.addr == (uint64_t)(uintptr_t)&target && sge.length == 8 && wr.wr.rdma.remote_addr == 0x9018 &&
+               wr.wr.rdma.rkey == 21,
+           "add signal without atomics: the target address into the peer's mailbox slot, the value as immediate");
+    }
+    {
+        weft_ib_range_t r[2] = {{0x1000, 64}, {0x8000, 4096}};
+        ok(weft_ib_target_ok(r, 2, 0x1000) && weft_ib_target_ok(r, 2, 0x1038) && weft_ib_target_ok(r, 2, 0x8ff8),
+           "add-signal targets inside registrations are accepted");
+        ok(!weft_ib_target_ok(r, 2, 0x1040) && !weft_ib_target_ok(r, 2, 0x1004) && !weft_ib_target_ok(r, 2, 0xff8) &&
+               !weft_ib_target_ok(r, 2, 0x9000) && !weft_ib_target_ok(r, 0, 0x1000),
+           "... past the end, misaligned, before the start or with no registration: refused");
+    }
 
     /* errors */
     {

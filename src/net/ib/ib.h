@@ -16,8 +16,13 @@
  *
  * Data: writes are RDMA WRITEs (split at 1 GiB); a store signal is an
  * 8-byte inline RDMA WRITE after them on the same QP (RC executes a QP's
- * writes in order); an add signal is an RDMA atomic fetch-add, fenced
- * (refused with WEFT_ERR_UNSUPPORTED where the HCA has no atomics). Only
+ * writes in order); an add signal is an RDMA atomic fetch-add, fenced, or
+ * where either HCA has no atomics an RDMA WRITE WITH IMMEDIATE: the target
+ * address goes into slot (n mod WEFT_IB_MAILBOX) of the peer's mailbox and
+ * the value in the immediate; the peer's event thread applies it (after
+ * checking the address lies in memory it registered) and reposts the
+ * receive, so a sender can be at most WEFT_IB_MAILBOX adds ahead (the
+ * receive queue holds that many) and never overwrites an unread slot. Only
  * the last work request of a post is signalled; its completion retires
  * every request before it. Work-completion errors and async events (QP
  * fatal, port error, device fatal) fail the endpoint with an error naming
@@ -37,6 +42,7 @@
 #define WEFT_IB_SQ_DEPTH 512
 #define WEFT_IB_POSTS 1024
 #define WEFT_IB_MAX_WR_BYTES (1ull << 30)
+#define WEFT_IB_MAILBOX 256     /* add signals in flight per connection without atomics */
 
 /* -- pure helpers (ib_select.c), unit-tested without a device ------------ */
 
@@ -82,6 +88,13 @@ weft_status_t weft_ib_wc_status(enum ibv_wc_status st, const char **why);
  * the port or device; WEFT_OK for events that are no failure. */
 weft_status_t weft_ib_event_status(enum ibv_event_type ev);
 
+/* A local registration, as the receive side of add signals checks them. */
+typedef struct {
+    uint64_t addr, bytes;
+} weft_ib_range_t;
+/* 1 if the 8 bytes at @p target are 8-aligned and inside one of @p n ranges. */
+int weft_ib_target_ok(const weft_ib_range_t *ranges, int n, uint64_t target);
+
 /* -- work-request builders (ib_wr.c) -------------------------------------- */
 
 void weft_ib_wr_write(struct ibv_send_wr *wr, struct ibv_sge *sge, uint64_t laddr, uint32_t lkey, uint64_t raddr,
@@ -89,6 +102,10 @@ void weft_ib_wr_write(struct ibv_send_wr *wr, struct ibv_sge *sge, uint64_t ladd
 /* An 8-byte store of @p *value (inline: copied when posted). */
 void weft_ib_wr_store(struct ibv_send_wr *wr, struct ibv_sge *sge, const uint64_t *value, uint64_t raddr,
                       uint32_t rkey, uint64_t wr_id);
+/* An add signal without atomics: the target address (*target, inline) into
+ * the peer's mailbox slot @p slot_addr, the value as the immediate. */
+void weft_ib_wr_imm_add(struct ibv_send_wr *wr, struct ibv_sge *sge, const uint64_t *target, uint64_t slot_addr,
+                        uint32_t rkey, uint32_t add, uint64_t wr_id);
 /* raddr += add; the old value lands at laddr (8 bytes, lkey). Fenced. */
 void weft_ib_wr_fetch_add(struct ibv_send_wr *wr, struct ibv_sge *sge, uint64_t laddr, uint32_t lkey,
                           uint64_t raddr, uint32_t rkey, uint64_t add, uint64_t wr_id);
@@ -111,12 +128,15 @@ struct weft_net_ctx {
     int nhca;
     pthread_mutex_t lock;         /* the endpoint list */
     struct weft_net_ep *eps;
+    struct weft_net_mr *mrs;      /* every registration (for add-signal targets); under lock */
     pthread_t event_thread;
     int event_started;
     int stop_fd;
+    int changed_fd;               /* eventfd: the endpoint list changed */
 };
 
 struct weft_net_mr {
+    struct weft_net_mr *next;     /* ctx->mrs */
     void *addr;
     size_t bytes;
     struct ibv_mr *mr[WEFT_IB_MAX_HCAS];
@@ -143,7 +163,17 @@ struct weft_net_ep {
     weft_ib_post_t posts[WEFT_IB_POSTS];
     uint64_t post_head, post_tail, post_done;
     int error;                  /* weft_status_t, atomic: first failure (also set by the event thread) */
+    /* add signals by write with immediate (no atomics) */
+    struct ibv_comp_channel *chan; /* receive completions wake the event thread */
+    struct ibv_cq *rcq;
+    uint64_t *mailbox;          /* WEFT_IB_MAILBOX slots the peer writes target addresses into */
+    struct ibv_mr *mailbox_mr;
+    uint64_t peer_mailbox;
+    uint32_t peer_mailbox_rkey;
+    uint64_t imm_sent, imm_received;
 };
+/* The event thread: receive completions of @p ep (adds to apply). */
+void weft_ib_ep_receive(weft_net_ep_t *ep);
 
 weft_status_t weft_ib_ep_create(weft_net_ctx_t *ctx, int peer, int hca, weft_net_ep_t **out);
 /* Moves the QP to RTR and RTS towards the peer described by @p info. */

@@ -90,19 +90,42 @@ static void fail_eps(weft_net_ctx_t *ctx, int hca, struct ibv_qp *qp, weft_statu
     pthread_mutex_unlock(&ctx->lock);
 }
 
+/* The event thread: async events of the HCAs, and receive completions of
+ * every endpoint (add signals to apply); woken when endpoints come or go. */
 static void *event_main(void *arg)
 {
     weft_net_ctx_t *ctx = arg;
     for (;;) {
-        struct pollfd p[WEFT_IB_MAX_HCAS + 1];
-        int n = 0;
+        struct pollfd p[2 + WEFT_IB_MAX_HCAS + 256];
+        int n = 0, first_ep;
         p[n++] = (struct pollfd){ctx->stop_fd, POLLIN, 0};
+        p[n++] = (struct pollfd){ctx->changed_fd, POLLIN, 0};
         for (int i = 0; i < ctx->nhca; i++)
             p[n++] = (struct pollfd){ctx->hca[i].ctx->async_fd, POLLIN, 0};
+        first_ep = n;
+        pthread_mutex_lock(&ctx->lock);
+        for (weft_net_ep_t *ep = ctx->eps; ep && n < (int)(sizeof(p) / sizeof(p[0])); ep = ep->next)
+            p[n++] = (struct pollfd){ep->chan->fd, POLLIN, 0};
+        pthread_mutex_unlock(&ctx->lock);
         if (poll(p, (nfds_t)n, -1) < 0 && errno != EINTR)
             return NULL;
         if (p[0].revents)
             return NULL;
+        if (p[1].revents & POLLIN) {
+            uint64_t v;
+            if (read(ctx->changed_fd, &v, sizeof(v)) < 0)
+                weft_debug(WEFT_SUB_NET, "eventfd read: %s", strerror(errno));
+        }
+        /* endpoints by channel fd, under the lock: a closed one is gone from the list */
+        pthread_mutex_lock(&ctx->lock);
+        for (int k = first_ep; k < n; k++) {
+            if (!(p[k].revents & POLLIN))
+                continue;
+            for (weft_net_ep_t *ep = ctx->eps; ep; ep = ep->next)
+                if (ep->chan->fd == p[k].fd)
+                    weft_ib_ep_receive(ep);
+        }
+        pthread_mutex_unlock(&ctx->lock);
         for (int i = 0; i < ctx->nhca; i++) {
             struct ibv_async_event ev;
             weft_status_t status;
@@ -137,6 +160,7 @@ static weft_status_t ib_init(const weft_net_env_t *env, weft_net_ctx_t **out)
         return WEFT_ERR_NO_MEMORY;
     ctx->env = *env;
     ctx->stop_fd = -1;
+    ctx->changed_fd = -1;
     pthread_mutex_init(&ctx->lock, NULL);
     devs = ibv_get_device_list(&ndev);
     if (!devs || ndev == 0) {
@@ -188,7 +212,9 @@ static weft_status_t ib_init(const weft_net_env_t *env, weft_net_ctx_t **out)
         for (int i = 0; i < ctx->nhca; i++)
             fcntl(ctx->hca[i].ctx->async_fd, F_SETFL, fcntl(ctx->hca[i].ctx->async_fd, F_GETFL) | O_NONBLOCK);
         ctx->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (ctx->stop_fd < 0 || pthread_create(&ctx->event_thread, NULL, event_main, ctx) != 0) {
+        ctx->changed_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (ctx->stop_fd < 0 || ctx->changed_fd < 0 ||
+            pthread_create(&ctx->event_thread, NULL, event_main, ctx) != 0) {
             weft_error(WEFT_SUB_NET, "rank %d: cannot start the ib event thread", env->rank);
             status = WEFT_ERR_SYSTEM;
         } else {
@@ -203,6 +229,8 @@ out:
             close_hca(&ctx->hca[i]);
         if (ctx->stop_fd >= 0)
             close(ctx->stop_fd);
+        if (ctx->changed_fd >= 0)
+            close(ctx->changed_fd);
         pthread_mutex_destroy(&ctx->lock);
         free(ctx);
         return status;
@@ -220,6 +248,7 @@ static void ib_fini(weft_net_ctx_t *ctx)
         pthread_join(ctx->event_thread, NULL);
     }
     close(ctx->stop_fd);
+    close(ctx->changed_fd);
     for (int i = 0; i < ctx->nhca; i++)
         close_hca(&ctx->hca[i]);
     pthread_mutex_destroy(&ctx->lock);
@@ -268,12 +297,24 @@ static weft_status_t ib_reg_mr(weft_net_ctx_t *ctx, void *ptr, size_t bytes, int
         }
         weft_wire_put_u32(rkey->bytes + 8 + 4 * i, mr->mr[i]->rkey);
     }
+    pthread_mutex_lock(&ctx->lock);
+    mr->next = ctx->mrs;
+    ctx->mrs = mr;
+    pthread_mutex_unlock(&ctx->lock);
     *out = mr;
     return WEFT_OK;
 }
 
 static void ib_dereg_mr(weft_net_ctx_t *ctx, weft_net_mr_t *mr)
 {
+    /* out of the add-signal targets first (the event thread holds the lock while applying) */
+    pthread_mutex_lock(&ctx->lock);
+    for (weft_net_mr_t **p = &ctx->mrs; *p; p = &(*p)->next)
+        if (*p == mr) {
+            *p = mr->next;
+            break;
+        }
+    pthread_mutex_unlock(&ctx->lock);
     for (int i = 0; i < ctx->nhca; i++)
         if (mr->mr[i])
             ibv_dereg_mr(mr->mr[i]);
@@ -324,6 +365,11 @@ static weft_status_t handshake(weft_net_ctx_t *ctx, int fd, int peer, uint32_t s
     ep->next = ctx->eps;
     ctx->eps = ep;
     pthread_mutex_unlock(&ctx->lock);
+    {
+        uint64_t one = 1; /* the event thread watches its receive channel from now on */
+        if (write(ctx->changed_fd, &one, sizeof(one)) < 0)
+            weft_debug(WEFT_SUB_NET, "eventfd write: %s", strerror(errno));
+    }
     *out = ep;
 out:
     close(fd);

@@ -3,7 +3,8 @@
  * flush and close. Connection details travel as WEFT_IB_INFO_BYTES:
  *   0 u32 magic "WFTQ" | 4 u32 qpn | 8 u32 psn | 12 u16 lid |
  *  14 u8 link layer | 15 u8 mtu | 16 gid[16] | 32 u32 HCA index (in the
- *  sender's remote keys) | 36 u32 atomics | 40 zero
+ *  sender's remote keys) | 36 u32 atomics | 40 u64 mailbox address |
+ *  48 u32 mailbox rkey | 52 zero
  */
 #include "config.h"
 #include "ib.h"
@@ -11,7 +12,9 @@
 #include "util.h"
 #include "wire.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,13 +35,22 @@ weft_status_t weft_ib_ep_create(weft_net_ctx_t *ctx, int peer, int hca, weft_net
     ep->hca = hca;
     if (!(ep->cq = ibv_create_cq(h->ctx, WEFT_IB_SQ_DEPTH, NULL, NULL, 0)))
         goto err;
+    /* receives (add signals without atomics) wake the event thread */
+    if (!(ep->chan = ibv_create_comp_channel(h->ctx)) ||
+        !(ep->rcq = ibv_create_cq(h->ctx, WEFT_IB_MAILBOX, NULL, ep->chan, 0)) || ibv_req_notify_cq(ep->rcq, 0) != 0)
+        goto err;
+    fcntl(ep->chan->fd, F_SETFL, fcntl(ep->chan->fd, F_GETFL) | O_NONBLOCK);
+    if (!(ep->mailbox = calloc(WEFT_IB_MAILBOX, sizeof(uint64_t))) ||
+        !(ep->mailbox_mr = ibv_reg_mr(h->pd, ep->mailbox, WEFT_IB_MAILBOX * sizeof(uint64_t),
+                                      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)))
+        goto err;
     memset(&qa, 0, sizeof(qa));
     qa.send_cq = ep->cq;
-    qa.recv_cq = ep->cq;
+    qa.recv_cq = ep->rcq;
     qa.qp_type = IBV_QPT_RC;
     qa.sq_sig_all = 0;
     qa.cap.max_send_wr = WEFT_IB_SQ_DEPTH;
-    qa.cap.max_recv_wr = 1;
+    qa.cap.max_recv_wr = WEFT_IB_MAILBOX;
     qa.cap.max_send_sge = 1;
     qa.cap.max_recv_sge = 1;
     qa.cap.max_inline_data = 8;
@@ -76,8 +88,21 @@ void weft_ib_ep_info(const weft_net_ep_t *ep, uint32_t psn, uint8_t *info)
     memcpy(info + 16, h->gid.raw, 16);
     weft_wire_put_u32(info + 32, (uint32_t)ep->hca);
     weft_wire_put_u32(info + 36, (uint32_t)h->atomics);
+    weft_wire_put_u64(info + 40, (uint64_t)(uintptr_t)ep->mailbox);
+    weft_wire_put_u32(info + 48, ep->mailbox_mr->rkey);
     /* our own psn, for RTS, is kept in scratch[7] until connect */
     ((weft_net_ep_t *)ep)->scratch[7] = psn;
+}
+
+static weft_status_t post_recv(weft_net_ep_t *ep)
+{
+    struct ibv_recv_wr wr, *bad = NULL;
+    memset(&wr, 0, sizeof(wr)); /* no buffer: a write with immediate only consumes it */
+    if (ibv_post_recv(ep->qp, &wr, &bad) != 0) {
+        weft_error(WEFT_SUB_NET, "rank %d: posting a receive for rank %d failed", ep->ctx->env.rank, ep->peer);
+        return WEFT_ERR_SYSTEM;
+    }
+    return WEFT_OK;
 }
 
 weft_status_t weft_ib_ep_connect(weft_net_ep_t *ep, const uint8_t *info)
@@ -88,6 +113,8 @@ weft_status_t weft_ib_ep_connect(weft_net_ep_t *ep, const uint8_t *info)
 
     ep->remote_hca = (int)weft_wire_get_u32(info + 32);
     ep->remote_atomics = (int)weft_wire_get_u32(info + 36);
+    ep->peer_mailbox = weft_wire_get_u64(info + 40);
+    ep->peer_mailbox_rkey = weft_wire_get_u32(info + 48);
     if (ep->remote_hca < 0 || ep->remote_hca >= WEFT_IB_MAX_HCAS)
         return WEFT_ERR_PROTOCOL;
     memset(&a, 0, sizeof(a));
@@ -113,6 +140,10 @@ weft_status_t weft_ib_ep_connect(weft_net_ep_t *ep, const uint8_t *info)
                    strerror(errno));
         return WEFT_ERR_SYSTEM;
     }
+    /* a receive for every mailbox slot, before the peer may send */
+    for (int i = 0; i < WEFT_IB_MAILBOX; i++)
+        if (post_recv(ep) != WEFT_OK)
+            return WEFT_ERR_SYSTEM;
     memset(&a, 0, sizeof(a));
     a.qp_state = IBV_QPS_RTS;
     a.sq_psn = (uint32_t)ep->scratch[7] & 0xffffff;
@@ -147,8 +178,15 @@ void weft_ib_ep_destroy(weft_net_ep_t *ep)
         ibv_destroy_qp(ep->qp);
     if (ep->scratch_mr)
         ibv_dereg_mr(ep->scratch_mr);
+    if (ep->mailbox_mr)
+        ibv_dereg_mr(ep->mailbox_mr);
+    if (ep->rcq)
+        ibv_destroy_cq(ep->rcq);
+    if (ep->chan)
+        ibv_destroy_comp_channel(ep->chan);
     if (ep->cq)
         ibv_destroy_cq(ep->cq);
+    free(ep->mailbox);
     free(ep);
 }
 
@@ -263,18 +301,25 @@ weft_status_t weft_ib_post_signal(weft_net_ep_t *ep, const weft_net_rkey_t *rkey
     uint32_t rk = weft_wire_get_u32(rkey->bytes + 8 + 4 * (unsigned)ep->remote_hca);
     weft_status_t status;
 
-    if (add && !(ep->remote_atomics && ep->ctx->hca[ep->hca].atomics)) {
-        weft_error(WEFT_SUB_NET, "rank %d: atomic signals to rank %d: an HCA has no atomics", ep->ctx->env.rank,
-                   ep->peer);
-        return WEFT_ERR_UNSUPPORTED;
+    int atomics = ep->remote_atomics && ep->ctx->hca[ep->hca].atomics;
+    if (add && !atomics && value > UINT32_MAX) {
+        weft_error(WEFT_SUB_NET, "rank %d: add signal of %llu to rank %d: without atomics at most 2^32-1",
+                   ep->ctx->env.rank, (unsigned long long)value, ep->peer);
+        return WEFT_ERR_INVALID_ARGUMENT;
     }
     if ((status = reserve(ep, 1)) != WEFT_OK)
         return status;
-    if (add)
+    if (add && atomics) {
         weft_ib_wr_fetch_add(&wr, &sge, (uint64_t)(uintptr_t)&ep->scratch[0], ep->scratch_mr->lkey, raddr, rk, value,
                              wr_id);
-    else
+    } else if (add) {
+        /* the peer applies it: target into its mailbox slot, value as the immediate */
+        uint64_t slot = ep->imm_sent++ % WEFT_IB_MAILBOX;
+        weft_ib_wr_imm_add(&wr, &sge, &raddr, ep->peer_mailbox + slot * 8, ep->peer_mailbox_rkey, (uint32_t)value,
+                           wr_id);
+    } else {
         weft_ib_wr_store(&wr, &sge, &value, raddr, rk, wr_id); /* inline: value is copied now */
+    }
     return post(ep, &wr, 1, wr_id);
 }
 
@@ -323,4 +368,48 @@ void weft_ib_close(weft_net_ep_t *ep)
         }
     pthread_mutex_unlock(&ctx->lock);
     weft_ib_ep_destroy(ep);
+}
+
+void weft_ib_ep_receive(weft_net_ep_t *ep)
+{
+    weft_net_ctx_t *ctx = ep->ctx;
+    struct ibv_cq *cq;
+    void *cq_ctx;
+    struct ibv_wc wc[16];
+    int n;
+
+    if (ibv_get_cq_event(ep->chan, &cq, &cq_ctx) != 0)
+        return; /* nothing yet (non-blocking channel) */
+    ibv_ack_cq_events(cq, 1);
+    ibv_req_notify_cq(ep->rcq, 0); /* before polling: nothing slips between */
+    while ((n = ibv_poll_cq(ep->rcq, 16, wc)) > 0) {
+        for (int i = 0; i < n; i++) {
+            const char *why;
+            weft_ib_range_t ranges[64];
+            int nr = 0, ok;
+            uint64_t target;
+            if (weft_ib_wc_status(wc[i].status, &why) != WEFT_OK) {
+                if (wc[i].status != IBV_WC_WR_FLUSH_ERR)
+                    weft_ib_ep_fail(ep, weft_ib_wc_status(wc[i].status, &why), why);
+                continue;
+            }
+            if (wc[i].opcode != IBV_WC_RECV_RDMA_WITH_IMM) {
+                weft_ib_ep_fail(ep, WEFT_ERR_PROTOCOL, "a receive that is not an add signal");
+                continue;
+            }
+            /* the slot was written before this completion: in order on the QP */
+            target = __atomic_load_n(&ep->mailbox[ep->imm_received++ % WEFT_IB_MAILBOX], __ATOMIC_ACQUIRE);
+            for (struct weft_net_mr *m = ctx->mrs; m && nr < 64; m = m->next) /* ctx->lock held */
+                ranges[nr++] = (weft_ib_range_t){(uint64_t)(uintptr_t)m->addr, m->bytes};
+            ok = weft_ib_target_ok(ranges, nr, target);
+            if (!ok) {
+                weft_ib_ep_fail(ep, WEFT_ERR_PROTOCOL, "an add signal to memory that is not registered here");
+                continue;
+            }
+            /* release: the writes before the signal are visible to whoever acquires the word */
+            __atomic_fetch_add((uint64_t *)(uintptr_t)target, (uint64_t)ntohl(wc[i].imm_data), __ATOMIC_RELEASE);
+            if (post_recv(ep) != WEFT_OK)
+                weft_ib_ep_fail(ep, WEFT_ERR_SYSTEM, "could not post a receive again");
+        }
+    }
 }

@@ -155,3 +155,13 @@ weft_status_t weft_ib_event_status(enum ibv_event_type ev)
         return WEFT_OK; /* port active, LID/GID/pkey changes, migrations done, ... */
     }
 }
+
+int weft_ib_target_ok(const weft_ib_range_t *ranges, int n, uint64_t target)
+{
+    if (target & 7)
+        return 0;
+    for (int i = 0; i < n; i++)
+        if (target >= ranges[i].addr && ranges[i].bytes >= 8 && target - ranges[i].addr <= ranges[i].bytes - 8)
+            return 1;
+    return 0;
+}

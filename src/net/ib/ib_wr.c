@@ -3,6 +3,7 @@
 #include "config.h"
 #include "ib.h"
 
+#include <arpa/inet.h>
 #include <string.h>
 
 void weft_ib_wr_write(struct ibv_send_wr *wr, struct ibv_sge *sge, uint64_t laddr, uint32_t lkey, uint64_t raddr,
@@ -46,4 +47,13 @@ void weft_ib_wr_fetch_add(struct ibv_send_wr *wr, struct ibv_sge *sge, uint64_t 
     wr->wr.atomic.remote_addr = raddr;
     wr->wr.atomic.compare_add = add;
     wr->wr.atomic.rkey = rkey;
+}
+
+void weft_ib_wr_imm_add(struct ibv_send_wr *wr, struct ibv_sge *sge, const uint64_t *target, uint64_t slot_addr,
+                        uint32_t rkey, uint32_t add, uint64_t wr_id)
+{
+    weft_ib_wr_write(wr, sge, (uint64_t)(uintptr_t)target, 0, slot_addr, rkey, 8, wr_id, 1);
+    wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+    wr->send_flags |= IBV_SEND_INLINE;
+    wr->imm_data = htonl(add); /* network order on the wire, as verbs defines it */
 }
