@@ -385,9 +385,16 @@ WEFT_API weft_status_t weft_coll_algorithm(weft_comm_t *comm, const char *collec
 typedef struct weft_connection weft_connection_t;
 
 /**
- * Connects to @p peer (which may be this rank) over @p transport. Same-host
- * peers use WEFT_TRANSPORT_IPC; a peer on another host with IPC is
- * WEFT_ERR_INVALID_ARGUMENT. Local: no communication happens here.
+ * Connects to @p peer over @p transport. Same-host peers (and this rank
+ * itself) use WEFT_TRANSPORT_IPC: local, no communication happens; a peer
+ * on another host with IPC is WEFT_ERR_INVALID_ARGUMENT.
+ * WEFT_TRANSPORT_ETHERNET / WEFT_TRANSPORT_IB reach any other rank: both
+ * ranks of the pair call this, in the same order for their connections
+ * with each other; the set-up is authenticated and bounded by the
+ * communicator's operation deadline. Memory used over a network
+ * connection must be registered for that transport. A network peer that
+ * dies, resets or stops reading fails the connection with
+ * WEFT_ERR_REMOTE naming it (also the communicator's async error).
  */
 WEFT_API weft_status_t weft_connection_create(weft_comm_t *comm, int peer, unsigned transport,
                                               weft_connection_t **conn);

@@ -674,6 +674,10 @@ WEFT_DEVICE int weft_pc_put_with_signal(weft_port_channel_dev_t *c, uint64_t dst
     return weft_pc_push_data(c, dst_off, src_off, bytes, WEFT_TRIGGER_SIGNAL) == UINT64_MAX;
 }
 
+/* Waits until the proxy has carried out every earlier trigger of this
+ * channel: its sources may be reused. Over IPC the bytes have landed at the
+ * peer; over a network they are on their way and reach the peer's memory
+ * before any later signal. */
 WEFT_DEVICE int weft_pc_flush(weft_port_channel_dev_t *c)
 {
     return weft_fifo_sync(&c->fifo, weft_fifo_push(&c->fifo, 0, weft_pc_w1(c, 0, WEFT_TRIGGER_FLUSH)));
