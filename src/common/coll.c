@@ -40,11 +40,17 @@ static const weft_algo_t algos[] = {
     {WEFT_COLL_REDUCE_SCATTER, "mesh", 0, WEFT_CAP_IPC, "coll_reduce_scatter_mesh",
      "every rank reduces its block from every rank's scratch", 1},
     {WEFT_COLL_BROADCAST, "mesh", 0, WEFT_CAP_IPC, "coll_broadcast_mesh", "every rank reads the root's scratch", 1},
+    {WEFT_COLL_BROADCAST, "ring", 0, 0, "coll_broadcast_ring",
+     "pipelined along a ring of port channels from the root (ranks on several hosts)", 0},
     {WEFT_COLL_REDUCE, "mesh", 0, WEFT_CAP_IPC, "coll_reduce_mesh", "the root reads and reduces every rank's scratch",
      1},
+    {WEFT_COLL_REDUCE, "ring", 0, 0, "coll_reduce_ring",
+     "pipelined chain of partial reductions ending at the root (ranks on several hosts)", 0},
     {WEFT_COLL_ALLTOALL, "mesh", 0, WEFT_CAP_IPC, "coll_alltoall_mesh", "every rank reads its block from every rank",
      1},
     {WEFT_COLL_BARRIER, "mesh", 0, WEFT_CAP_IPC, "coll_barrier", "signal every peer, wait for every peer", 1},
+    {WEFT_COLL_BARRIER, "ring", 0, 0, "coll_barrier_ring", "n - 1 empty steps round a ring (ranks on several hosts)",
+     0},
 };
 
 static const char *const coll_names[WEFT_COLL_COUNT] = {"allreduce", "allgather", "reducescatter", "broadcast",
@@ -529,8 +535,9 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
     if (!k) {
         weft_error(WEFT_SUB_COLL, "%s: no algorithm for %zu bytes on backend %s%s", weft_coll_name(c->coll), bytes,
                    comm->gpu->name,
-                   comm->local_size != comm->nranks ? " with ranks on several hosts (allreduce and allgather have one)"
-                                                    : "");
+                   comm->local_size != comm->nranks
+                       ? " with ranks on several hosts (allreduce, allgather, broadcast, reduce and barrier have one)"
+                       : "");
         return WEFT_ERR_UNSUPPORTED;
     }
     /* Collective too: every rank picks the same algorithm for the same call. */

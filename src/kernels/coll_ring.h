@@ -154,4 +154,89 @@ WEFT_DEVICE void weft_coll_allgather_ring(const weft_kctx_t *k, void *args)
     weft_ring_allgather(k, &b, a->out, 0);
 }
 
+/* Elements [first, first + n) of piece j (pieces of pe elements of count). */
+WEFT_DEVICE void weft_ring_span(uint64_t count, uint64_t pe, int64_t j, uint64_t *first, uint64_t *n)
+{
+    uint64_t lo = (uint64_t)j * pe;
+    *first = lo;
+    *n = j < 0 || lo >= count ? 0 : (count - lo < pe ? count - lo : pe);
+}
+
+/*
+ * Broadcast, pipelined along the ring from the root: the rank d steps
+ * after the root receives piece j at step j + d - 1 and forwards it at
+ * step j + d (the last rank forwards nothing). Every rank takes part in
+ * every step, with empty pieces where it has nothing, so the handshake
+ * stays in step.
+ */
+WEFT_DEVICE void weft_coll_broadcast_ring(const weft_kctx_t *k, void *args)
+{
+    weft_coll_args_t *a = (weft_coll_args_t *)args;
+    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), pe = a->ring_slot / es, np = (a->count + pe - 1) / pe;
+    int64_t n = a->nranks, d = (a->rank - a->root + n) % n;
+    char *send = a->scratch, *recv = a->scratch + a->ring_slot;
+    if (d == 0 && a->out != a->in)
+        weft_coll_copy(k, a->out, a->in, a->count * es);
+    weft_coll_grid_sync(k, a);
+    for (int64_t t = 0; t < (int64_t)np + n - 2; t++) {
+        uint64_t f = 0, m = 0, rf = 0, rm = 0;
+        if (d < n - 1)
+            weft_ring_span(a->count, pe, t - d, &f, &m);
+        if (d >= 1)
+            weft_ring_span(a->count, pe, t - d + 1, &rf, &rm);
+        weft_coll_copy(k, send, a->out + f * es, m * es);
+        if (weft_ring_send_recv(k, a, m * es))
+            return;
+        weft_coll_copy(k, a->out + rf * es, recv, rm * es);
+        if (weft_ring_done(k, a))
+            return;
+    }
+}
+
+/*
+ * Reduce to the root along the ring: the chain starts at root + 1 and ends
+ * at the root. The rank e steps into the chain sends piece j at step
+ * j + e (its own input, or its input reduced with what came from prev,
+ * kept in ACC since the step before); the root reduces the last partial
+ * into out.
+ */
+WEFT_DEVICE void weft_coll_reduce_ring(const weft_kctx_t *k, void *args)
+{
+    weft_coll_args_t *a = (weft_coll_args_t *)args;
+    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), pe = a->ring_slot / es, np = (a->count + pe - 1) / pe;
+    int64_t n = a->nranks, e = (a->rank - a->root - 1 + 2 * n) % n;
+    char *send = a->scratch, *recv = a->scratch + a->ring_slot, *acc = a->scratch + 2 * a->ring_slot;
+    for (int64_t t = 0; t < (int64_t)np + n - 2; t++) {
+        uint64_t f = 0, m = 0, rf = 0, rm = 0;
+        if (e < n - 1)
+            weft_ring_span(a->count, pe, t - e, &f, &m);
+        if (e >= 1)
+            weft_ring_span(a->count, pe, t - e + 1, &rf, &rm);
+        /* the chain's start sends input; the others what they reduced last step */
+        weft_coll_copy(k, send, e == 0 ? a->in + f * es : acc, m * es);
+        if (weft_ring_send_recv(k, a, m * es))
+            return;
+        weft_coll_copy(k, acc, a->in + rf * es, rm * es);
+        weft_coll_grid_sync(k, a);
+        weft_coll_reduce(k, a, acc, recv, rm);
+        weft_coll_grid_sync(k, a);
+        if (e == n - 1) {
+            weft_coll_finish_avg(k, a, acc, rm);
+            weft_coll_grid_sync(k, a);
+            weft_coll_copy(k, a->out + rf * es, acc, rm * es);
+        }
+        if (weft_ring_done(k, a))
+            return;
+    }
+}
+
+/* Barrier: n - 1 empty steps round the ring; each waits for prev's. */
+WEFT_DEVICE void weft_coll_barrier_ring(const weft_kctx_t *k, void *args)
+{
+    weft_coll_args_t *a = (weft_coll_args_t *)args;
+    for (int s = 0; s < a->nranks - 1; s++)
+        if (weft_ring_send_recv(k, a, 0) || weft_ring_done(k, a))
+            return;
+}
+
 #endif

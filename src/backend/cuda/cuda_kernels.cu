@@ -30,6 +30,9 @@ WEFT_CUDA_WRAP(weft_coll_alltoall_mesh, weft_coll_args_t)
 WEFT_CUDA_WRAP(weft_coll_barrier_kernel, weft_coll_args_t)
 WEFT_CUDA_WRAP(weft_coll_allreduce_ring, weft_coll_args_t)
 WEFT_CUDA_WRAP(weft_coll_allgather_ring, weft_coll_args_t)
+WEFT_CUDA_WRAP(weft_coll_broadcast_ring, weft_coll_args_t)
+WEFT_CUDA_WRAP(weft_coll_reduce_ring, weft_coll_args_t)
+WEFT_CUDA_WRAP(weft_coll_barrier_ring, weft_coll_args_t)
 
 typedef struct {
     const char *name;
@@ -55,5 +58,8 @@ extern "C" const weft_cuda_kernel_t weft_cuda_kernels[] = {
     ENTRY("coll_barrier", weft_coll_barrier_kernel, weft_coll_args_t),
     ENTRY("coll_allreduce_ring", weft_coll_allreduce_ring, weft_coll_args_t),
     ENTRY("coll_allgather_ring", weft_coll_allgather_ring, weft_coll_args_t),
+    ENTRY("coll_broadcast_ring", weft_coll_broadcast_ring, weft_coll_args_t),
+    ENTRY("coll_reduce_ring", weft_coll_reduce_ring, weft_coll_args_t),
+    ENTRY("coll_barrier_ring", weft_coll_barrier_ring, weft_coll_args_t),
 };
 extern "C" const size_t weft_cuda_nkernels = sizeof(weft_cuda_kernels) / sizeof(weft_cuda_kernels[0]);

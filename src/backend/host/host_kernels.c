@@ -23,6 +23,9 @@ static const weft_builtin_kernel_t builtins[] = {
     {"coll_barrier", weft_coll_barrier_kernel, sizeof(weft_coll_args_t)},
     {"coll_allreduce_ring", weft_coll_allreduce_ring, sizeof(weft_coll_args_t)},
     {"coll_allgather_ring", weft_coll_allgather_ring, sizeof(weft_coll_args_t)},
+    {"coll_broadcast_ring", weft_coll_broadcast_ring, sizeof(weft_coll_args_t)},
+    {"coll_reduce_ring", weft_coll_reduce_ring, sizeof(weft_coll_args_t)},
+    {"coll_barrier_ring", weft_coll_barrier_ring, sizeof(weft_coll_args_t)},
 };
 
 const weft_builtin_kernel_t *weft_builtin_find(const char *name)
