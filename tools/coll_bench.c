@@ -171,15 +171,21 @@ static int timed(bench_t *b, uint64_t count, int inplace, double *us)
     weft_status_t st = WEFT_OK;
     if (!all)
         return 1;
-    for (int i = 0; i < b->o->warmup && st == WEFT_OK; i++)
+    for (int i = 0; i < b->o->warmup && st == WEFT_OK; i++) {
         st = call(b, count, inplace);
+        if (st == WEFT_OK && b->o->blocking)
+            st = weft_stream_synchronize(b->stream);
+    }
     if (st == WEFT_OK)
         st = weft_stream_synchronize(b->stream);
     if (st == WEFT_OK)
         st = weft_bootstrap_barrier(b->comm);
     t0 = now_us();
-    for (int i = 0; i < b->o->iters && st == WEFT_OK; i++)
+    for (int i = 0; i < b->o->iters && st == WEFT_OK; i++) {
         st = call(b, count, inplace);
+        if (st == WEFT_OK && b->o->blocking)
+            st = weft_stream_synchronize(b->stream); /* -z 1: each call completes before the next */
+    }
     if (st == WEFT_OK)
         st = weft_stream_synchronize(b->stream);
     mine = (now_us() - t0) / b->o->iters;

@@ -23,6 +23,7 @@ typedef struct {
     double factor;
     long step;
     int iters, warmup, check, root, reps;
+    int blocking;     /* -z 1: wait for each call to finish before the next (nccl-tests' -z) */
     perf_coll_t coll; /* OP_COLL */
     int dtype, redop;
     const char *json; /* --json FILE */

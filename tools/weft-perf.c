@@ -218,6 +218,7 @@ static void usage(FILE *out)
             "  -n N      timed iterations (default 20)           -w N     warm-up iterations (default 5)\n"
             "  -c 0|1    check results (default 1)               -r R     broadcast root (default 0)\n"
             "  -R N      repetitions for medians (p2p, default 7)\n"
+            "  -z 0|1    blocking: wait for each call before the next (default 0)\n"
             "  -d TYPE   int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double f8e4m3 f8e5m2\n"
             "  -o OP     sum prod min max avg                    --algo NAME  force an algorithm\n"
             "  --ranks N fork N local ranks (default: join a launcher-started job)\n"
@@ -299,7 +300,7 @@ int main(int argc, char **argv)
         argc = nrest;
         argv = rest;
     }
-    while ((c = getopt(argc, argv, "b:e:f:i:n:w:c:r:d:o:R:")) != -1) {
+    while ((c = getopt(argc, argv, "b:e:f:i:n:w:c:r:d:o:R:z:")) != -1) {
         switch (c) {
         case 'b': if (!parse_size(optarg, &o.min_bytes)) goto bad; break;
         case 'e': if (!parse_size(optarg, &o.max_bytes)) goto bad; break;
@@ -308,6 +309,7 @@ int main(int argc, char **argv)
         case 'n': o.iters = atoi(optarg); if (o.iters < 1) goto bad; break;
         case 'w': o.warmup = atoi(optarg); if (o.warmup < 0) goto bad; break;
         case 'c': o.check = atoi(optarg) != 0; break;
+        case 'z': o.blocking = atoi(optarg) != 0; break;
         case 'r': o.root = atoi(optarg); break;
         case 'R': o.reps = atoi(optarg); if (o.reps < 1) goto bad; break;
         case 'd':

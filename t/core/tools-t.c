@@ -25,7 +25,7 @@ int main(void)
 {
     static char out[65536];
     char cmd[1024];
-    plan(18);
+    plan(19);
     snprintf(cmd, sizeof(cmd), "%s/tools/weft-info", TOP_BUILDDIR);
     is_int(0, run(cmd, out, sizeof(out)), "weft-info runs");
     ok(strstr(out, "GPU backends: host") && strstr(out, "networks: ethernet"), "and shows backends and networks");
@@ -49,6 +49,10 @@ int main(void)
     is_int(0, run(cmd, out, sizeof(out)), "weft-perf --ranks 4 allreduce runs");
     ok(strstr(out, "out-of-place") && strstr(out, "1048576") && strstr(out, "Out of bounds values : 0 OK"),
        "and prints nccl-tests' table, checked, up to 1 MiB");
+    snprintf(cmd, sizeof(cmd), "%s/tools/weft-perf --ranks 2 allreduce -b 8 -e 64K -f 64 -n 3 -w 1 -z 1 2>&1",
+             TOP_BUILDDIR);
+    ok(run(cmd, out, sizeof(out)) == 0 && strstr(out, "Out of bounds values : 0 OK"),
+       "weft-perf -z 1 (each call waited for) runs, checked");
     snprintf(cmd, sizeof(cmd),
              "%s/tools/weft-perf --ranks 3 --algo packet allreduce -d bfloat16 -o max -b 2 -e 4K -f 4 -n 2 -w 1 2>&1",
              TOP_BUILDDIR);
