@@ -237,6 +237,7 @@ weft_status_t weft_proxy_start(weft_proxy_t *p)
     if (!p || p->running)
         return WEFT_ERR_INVALID_ARGUMENT;
     __atomic_store_n(&p->stop, 0, __ATOMIC_RELEASE);
+    weft_topo_shared(); /* loaded here, not in the proxy thread as it starts serving */
     if ((rc = pthread_create(&p->thread, NULL, proxy_main, p)) != 0) {
         weft_error(WEFT_SUB_PROXY, "cannot start the proxy thread: %s", strerror(rc));
         return WEFT_ERR_SYSTEM;

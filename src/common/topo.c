@@ -95,10 +95,12 @@ static weft_status_t load_hwloc(weft_topo_t *t, const char *xml)
 #if HWLOC_API_VERSION >= 0x00020100
     /* PCI from sysfs (hwloc's linux component) rather than the libpciaccess
      * plugin, which leaks its device-name tables on every load, and names
-     * are all it adds here; GL/OpenCL plugins would start vendor runtimes. */
-    hwloc_topology_set_components(h, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci");
-    hwloc_topology_set_components(h, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "gl");
-    hwloc_topology_set_components(h, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "opencl");
+     * are all it adds here. No GPU-runtime plugins either: they call into
+     * CUDA/ROCm/OpenCL/GL from inside a process that is using the GPU
+     * (GPUs are found by PCI class instead). */
+    static const char *const skip[] = {"pci", "gl", "opencl", "cuda", "nvml", "rsmi", "levelzero"};
+    for (size_t i = 0; i < sizeof(skip) / sizeof(skip[0]); i++)
+        hwloc_topology_set_components(h, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, skip[i]);
 #endif
     if ((xml && hwloc_topology_set_xml(h, xml) != 0) || hwloc_topology_load(h) != 0) {
         weft_error(WEFT_SUB_INIT, "hwloc could not load %s: %s", xml ? xml : "the topology", strerror(errno));

@@ -42,6 +42,9 @@ WEFT_DEVICE void weft_ring_piece(uint64_t count, uint64_t cs, uint64_t pe, int c
 WEFT_DEVICE int weft_ring_send_recv(const weft_kctx_t *k, weft_coll_args_t *a, uint64_t bytes)
 {
     int bad = 0;
+    /* every thread's part of SEND is written before thread 0 hands it to
+     * the proxy (its trigger is a system-scope release after this barrier) */
+    weft_coll_grid_sync(k, a);
     if (k->block == 0 && k->thread == 0) {
         bad = weft_pc_put_with_signal(&a->pc[WEFT_RING_DATA_NEXT], a->ring_slot, 0, bytes);
         if (!bad)
