@@ -39,6 +39,8 @@ static const weft_algo_t algos[] = {
      "each block passed round a ring of port channels (ranks on several hosts)", 0},
     {WEFT_COLL_REDUCE_SCATTER, "mesh", 0, WEFT_CAP_IPC, "coll_reduce_scatter_mesh",
      "every rank reduces its block from every rank's scratch", 1},
+    {WEFT_COLL_REDUCE_SCATTER, "ring", 0, 0, "coll_reduce_scatter_ring",
+     "each block's partial passed round a ring of port channels (ranks on several hosts)", 0},
     {WEFT_COLL_BROADCAST, "mesh", 0, WEFT_CAP_IPC, "coll_broadcast_mesh", "every rank reads the root's scratch", 1},
     {WEFT_COLL_BROADCAST, "ring", 0, 0, "coll_broadcast_ring",
      "pipelined along a ring of port channels from the root (ranks on several hosts)", 0},
@@ -536,7 +538,7 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
         weft_error(WEFT_SUB_COLL, "%s: no algorithm for %zu bytes on backend %s%s", weft_coll_name(c->coll), bytes,
                    comm->gpu->name,
                    comm->local_size != comm->nranks
-                       ? " with ranks on several hosts (allreduce, allgather, broadcast, reduce and barrier have one)"
+                       ? " with ranks on several hosts (all but alltoall have one)"
                        : "");
         return WEFT_ERR_UNSUPPORTED;
     }

@@ -233,6 +233,44 @@ WEFT_DEVICE void weft_coll_reduce_ring(const weft_kctx_t *k, void *args)
     }
 }
 
+/*
+ * Reduce-scatter: input holds nranks blocks of count elements; this rank
+ * gets block rank reduced over all ranks. Piece by piece, the n - 1 steps
+ * of a ring reduction run with the partial kept in ACC between steps: step
+ * s sends block (rank - 1 - s)'s partial (its own input at s = 0) and
+ * reduces block (rank - 2 - s) from prev, which at the last step is this
+ * rank's block, written to out. Nothing is written before the last step,
+ * so out may be this rank's block of the input (in place).
+ */
+WEFT_DEVICE void weft_coll_reduce_scatter_ring(const weft_kctx_t *k, void *args)
+{
+    weft_coll_args_t *a = (weft_coll_args_t *)args;
+    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), pe = a->ring_slot / es, np = (a->count + pe - 1) / pe;
+    int64_t n = a->nranks;
+    char *send = a->scratch, *recv = a->scratch + a->ring_slot, *acc = a->scratch + 2 * a->ring_slot;
+    for (uint64_t j = 0; j < np; j++) {
+        uint64_t f, m;
+        weft_ring_span(a->count, pe, (int64_t)j, &f, &m);
+        for (int64_t s = 0; s < n - 1; s++) {
+            uint64_t sb = (uint64_t)((a->rank - 1 - s + 2 * n) % n), rb = (uint64_t)((a->rank - 2 - s + 2 * n) % n);
+            weft_coll_copy(k, send, s == 0 ? a->in + (sb * a->count + f) * es : acc, m * es);
+            if (weft_ring_send_recv(k, a, m * es))
+                return;
+            weft_coll_copy(k, acc, a->in + (rb * a->count + f) * es, m * es);
+            weft_coll_grid_sync(k, a);
+            weft_coll_reduce(k, a, acc, recv, m);
+            weft_coll_grid_sync(k, a);
+            if (s == n - 2) {
+                weft_coll_finish_avg(k, a, acc, m);
+                weft_coll_grid_sync(k, a);
+                weft_coll_copy(k, a->out + f * es, acc, m * es);
+            }
+            if (weft_ring_done(k, a))
+                return;
+        }
+    }
+}
+
 /* Barrier: n - 1 empty steps round the ring; each waits for prev's. */
 WEFT_DEVICE void weft_coll_barrier_ring(const weft_kctx_t *k, void *args)
 {

@@ -33,6 +33,7 @@ WEFT_CUDA_WRAP(weft_coll_allgather_ring, weft_coll_args_t)
 WEFT_CUDA_WRAP(weft_coll_broadcast_ring, weft_coll_args_t)
 WEFT_CUDA_WRAP(weft_coll_reduce_ring, weft_coll_args_t)
 WEFT_CUDA_WRAP(weft_coll_barrier_ring, weft_coll_args_t)
+WEFT_CUDA_WRAP(weft_coll_reduce_scatter_ring, weft_coll_args_t)
 
 typedef struct {
     const char *name;
@@ -61,5 +62,6 @@ extern "C" const weft_cuda_kernel_t weft_cuda_kernels[] = {
     ENTRY("coll_broadcast_ring", weft_coll_broadcast_ring, weft_coll_args_t),
     ENTRY("coll_reduce_ring", weft_coll_reduce_ring, weft_coll_args_t),
     ENTRY("coll_barrier_ring", weft_coll_barrier_ring, weft_coll_args_t),
+    ENTRY("coll_reduce_scatter_ring", weft_coll_reduce_scatter_ring, weft_coll_args_t),
 };
 extern "C" const size_t weft_cuda_nkernels = sizeof(weft_cuda_kernels) / sizeof(weft_cuda_kernels[0]);

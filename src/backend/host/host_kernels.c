@@ -26,6 +26,7 @@ static const weft_builtin_kernel_t builtins[] = {
     {"coll_broadcast_ring", weft_coll_broadcast_ring, sizeof(weft_coll_args_t)},
     {"coll_reduce_ring", weft_coll_reduce_ring, sizeof(weft_coll_args_t)},
     {"coll_barrier_ring", weft_coll_barrier_ring, sizeof(weft_coll_args_t)},
+    {"coll_reduce_scatter_ring", weft_coll_reduce_scatter_ring, sizeof(weft_coll_args_t)},
 };
 
 const weft_builtin_kernel_t *weft_builtin_find(const char *name)
