@@ -68,6 +68,24 @@ WEFT_DEVICE int weft_ring_done(const weft_kctx_t *k, weft_coll_args_t *a)
     return weft_coll_grid_sync(k, a) || bad;
 }
 
+/* ACC = @p own op RECV (@p m elements); when @p last, AVG's division
+ * (the last addition: the piece is complete); ACC to @p out if given. */
+WEFT_DEVICE void weft_ring_accumulate(const weft_kctx_t *k, weft_coll_args_t *a, const char *own, uint64_t m,
+                                      int last, char *out)
+{
+    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype);
+    char *recv = a->scratch + a->ring_slot, *acc = a->scratch + 2 * a->ring_slot;
+    weft_coll_copy(k, acc, own, m * es);
+    weft_coll_grid_sync(k, a);
+    weft_coll_reduce(k, a, acc, recv, m);
+    weft_coll_grid_sync(k, a);
+    if (last)
+        weft_coll_finish_avg(k, a, acc, m);
+    weft_coll_grid_sync(k, a);
+    if (out)
+        weft_coll_copy(k, out, acc, m * es);
+}
+
 /*
  * Reduce-scatter phase: after it, chunk (rank + shift) mod n of @p out is
  * the reduction over all ranks (allreduce uses shift 1). Step s sends chunk (rank + shift - 1 - s) and reduces
@@ -79,7 +97,7 @@ WEFT_DEVICE int weft_ring_reduce_scatter(const weft_kctx_t *k, weft_coll_args_t 
 {
     uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), n = (uint64_t)a->nranks;
     uint64_t cs = (a->count + n - 1) / n, pe = a->ring_slot / es, np = (cs + pe - 1) / pe;
-    char *send = a->scratch, *recv = a->scratch + a->ring_slot, *acc = a->scratch + 2 * a->ring_slot;
+    char *send = a->scratch;
     for (int s = 0; s < a->nranks - 1; s++) {
         int sc = (int)(((uint64_t)a->rank + (uint64_t)shift + 2 * n - 1 - (uint64_t)s) % n);
         int rc = (int)(((uint64_t)a->rank + (uint64_t)shift + 2 * n - 2 - (uint64_t)s) % n);
@@ -91,14 +109,7 @@ WEFT_DEVICE int weft_ring_reduce_scatter(const weft_kctx_t *k, weft_coll_args_t 
             weft_coll_copy(k, send, (s == 0 ? src : out) + f * es, m * es);
             if (weft_ring_send_recv(k, a, m * es))
                 return 1;
-            weft_coll_copy(k, acc, src + rf * es, rm * es);
-            weft_coll_grid_sync(k, a);
-            weft_coll_reduce(k, a, acc, recv, rm);
-            weft_coll_grid_sync(k, a);
-            if (s == a->nranks - 2)
-                weft_coll_finish_avg(k, a, acc, rm); /* the last addition: this chunk is complete */
-            weft_coll_grid_sync(k, a);
-            weft_coll_copy(k, out + rf * es, acc, rm * es);
+            weft_ring_accumulate(k, a, src + rf * es, rm, s == a->nranks - 2, out + rf * es);
             if (weft_ring_done(k, a))
                 return 1;
         }
@@ -208,7 +219,7 @@ WEFT_DEVICE void weft_coll_reduce_ring(const weft_kctx_t *k, void *args)
     weft_coll_args_t *a = (weft_coll_args_t *)args;
     uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), pe = a->ring_slot / es, np = (a->count + pe - 1) / pe;
     int64_t n = a->nranks, e = (a->rank - a->root - 1 + 2 * n) % n;
-    char *send = a->scratch, *recv = a->scratch + a->ring_slot, *acc = a->scratch + 2 * a->ring_slot;
+    char *send = a->scratch, *acc = a->scratch + 2 * a->ring_slot;
     for (int64_t t = 0; t < (int64_t)np + n - 2; t++) {
         uint64_t f = 0, m = 0, rf = 0, rm = 0;
         if (e < n - 1)
@@ -219,15 +230,7 @@ WEFT_DEVICE void weft_coll_reduce_ring(const weft_kctx_t *k, void *args)
         weft_coll_copy(k, send, e == 0 ? a->in + f * es : acc, m * es);
         if (weft_ring_send_recv(k, a, m * es))
             return;
-        weft_coll_copy(k, acc, a->in + rf * es, rm * es);
-        weft_coll_grid_sync(k, a);
-        weft_coll_reduce(k, a, acc, recv, rm);
-        weft_coll_grid_sync(k, a);
-        if (e == n - 1) {
-            weft_coll_finish_avg(k, a, acc, rm);
-            weft_coll_grid_sync(k, a);
-            weft_coll_copy(k, a->out + rf * es, acc, rm * es);
-        }
+        weft_ring_accumulate(k, a, a->in + rf * es, rm, e == n - 1, e == n - 1 ? a->out + rf * es : NULL);
         if (weft_ring_done(k, a))
             return;
     }
@@ -247,7 +250,7 @@ WEFT_DEVICE void weft_coll_reduce_scatter_ring(const weft_kctx_t *k, void *args)
     weft_coll_args_t *a = (weft_coll_args_t *)args;
     uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), pe = a->ring_slot / es, np = (a->count + pe - 1) / pe;
     int64_t n = a->nranks;
-    char *send = a->scratch, *recv = a->scratch + a->ring_slot, *acc = a->scratch + 2 * a->ring_slot;
+    char *send = a->scratch, *acc = a->scratch + 2 * a->ring_slot;
     for (uint64_t j = 0; j < np; j++) {
         uint64_t f, m;
         weft_ring_span(a->count, pe, (int64_t)j, &f, &m);
@@ -256,15 +259,8 @@ WEFT_DEVICE void weft_coll_reduce_scatter_ring(const weft_kctx_t *k, void *args)
             weft_coll_copy(k, send, s == 0 ? a->in + (sb * a->count + f) * es : acc, m * es);
             if (weft_ring_send_recv(k, a, m * es))
                 return;
-            weft_coll_copy(k, acc, a->in + (rb * a->count + f) * es, m * es);
-            weft_coll_grid_sync(k, a);
-            weft_coll_reduce(k, a, acc, recv, m);
-            weft_coll_grid_sync(k, a);
-            if (s == n - 2) {
-                weft_coll_finish_avg(k, a, acc, m);
-                weft_coll_grid_sync(k, a);
-                weft_coll_copy(k, a->out + f * es, acc, m * es);
-            }
+            weft_ring_accumulate(k, a, a->in + (rb * a->count + f) * es, m, s == n - 2,
+                                 s == n - 2 ? a->out + f * es : NULL);
             if (weft_ring_done(k, a))
                 return;
         }
