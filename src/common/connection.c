@@ -113,36 +113,15 @@ weft_status_t weft_connection_create(weft_comm_t *comm, int peer, unsigned trans
 {
     weft_connection_t *c;
     weft_status_t status;
+    int net = transport == WEFT_TRANSPORT_ETHERNET || transport == WEFT_TRANSPORT_IB;
 
-    if (!comm || !out || peer < 0 || peer >= comm->nranks)
+    if (!comm || !out || peer < 0 || peer >= comm->nranks || (!net && transport != WEFT_TRANSPORT_IPC))
         return WEFT_ERR_INVALID_ARGUMENT;
-    if (transport == WEFT_TRANSPORT_ETHERNET || transport == WEFT_TRANSPORT_IB) {
-        if (peer == comm->rank) {
-            weft_error_note("connection to rank %d: a network connection needs another rank (use IPC)", peer);
-            return WEFT_ERR_INVALID_ARGUMENT;
-        }
-        if ((status = weft_comm_enter(comm)) != WEFT_OK)
-            return status;
-        c = calloc(1, sizeof(*c));
-        if (!c) {
-            weft_comm_leave(comm);
-            return WEFT_ERR_NO_MEMORY;
-        }
-        c->comm = comm;
-        c->peer = peer;
-        c->transport = transport;
-        if ((status = weft_connection_net_open(c)) != WEFT_OK) {
-            free(c);
-            c = NULL;
-        }
-        weft_comm_leave(comm);
-        if (c)
-            *out = c;
-        return status;
+    if (net && peer == comm->rank) {
+        weft_error_note("connection to rank %d: a network connection needs another rank (use IPC)", peer);
+        return WEFT_ERR_INVALID_ARGUMENT;
     }
-    if (transport != WEFT_TRANSPORT_IPC)
-        return WEFT_ERR_INVALID_ARGUMENT;
-    if (memcmp(weft_bootstrap_hostid(comm->boot, peer), comm->hostid, WEFT_HOSTID_BYTES) != 0) {
+    if (!net && memcmp(weft_bootstrap_hostid(comm->boot, peer), comm->hostid, WEFT_HOSTID_BYTES) != 0) {
         weft_error(WEFT_SUB_IPC, "connection to rank %d: IPC needs the peer on this host", peer);
         return WEFT_ERR_INVALID_ARGUMENT;
     }
@@ -156,6 +135,16 @@ weft_status_t weft_connection_create(weft_comm_t *comm, int peer, unsigned trans
     c->comm = comm;
     c->peer = peer;
     c->transport = transport;
+    if (net) {
+        if ((status = weft_connection_net_open(c)) != WEFT_OK) {
+            free(c);
+            c = NULL;
+        }
+        weft_comm_leave(comm);
+        if (c)
+            *out = c;
+        return status;
+    }
     if (comm->caps & WEFT_CAP_CPU_ACCESS) {
         c->ops = &ipc_direct_ops;
     } else {
