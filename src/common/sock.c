@@ -150,27 +150,7 @@ weft_status_t weft_addr_from_wire(const uint8_t wire[WEFT_ADDR_WIRE_BYTES], weft
 
 int weft_ifname_match(const char *spec, const char *ifname)
 {
-    int exclude = 0, exact = 0;
-    char buf[256];
-    char *save = NULL;
-
-    if (!spec || !*spec)
-        return 1;
-    if (*spec == '^') {
-        exclude = 1;
-        spec++;
-    }
-    if (*spec == '=') {
-        exact = 1;
-        spec++;
-    }
-    snprintf(buf, sizeof(buf), "%s", spec);
-    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        int hit = exact ? strcmp(ifname, tok) == 0 : strncmp(ifname, tok, strlen(tok)) == 0;
-        if (hit)
-            return !exclude;
-    }
-    return exclude;
+    return weft_name_list_match(spec, ifname, -1);
 }
 
 static int family_wanted(int family)

@@ -148,3 +148,37 @@ weft_status_t weft_host_identity(uint8_t out[16])
     memcpy(out, digest, 16);
     return WEFT_OK;
 }
+
+int weft_name_list_match(const char *spec, const char *name, int port)
+{
+    int exclude = 0, exact = 0, listed = 0;
+    const char *p;
+
+    if (!spec || !*spec)
+        return 1;
+    if (*spec == '^') {
+        exclude = 1;
+        spec++;
+    }
+    if (*spec == '=') {
+        exact = 1;
+        spec++;
+    }
+    for (p = spec; *p && !listed;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p), nlen = len;
+        const char *colon = port >= 0 ? memchr(p, ':', len) : NULL;
+        int want_port = 0;
+        if (colon) {
+            nlen = (size_t)(colon - p);
+            want_port = atoi(colon + 1);
+        }
+        if (nlen > 0 && strncmp(name, p, nlen) == 0 && (!exact || strlen(name) == nlen) &&
+            (!want_port || want_port == port))
+            listed = 1;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return exclude ? !listed : listed;
+}

@@ -47,6 +47,14 @@ int weft_hex_decode(const char *in, size_t len, void *out);
 /* Strict decimal parse of a whole string into [min, max]; 0 if invalid. */
 int weft_parse_long(const char *s, long min, long max, long *out);
 
+/*
+ * Name lists as WEFT_SOCKET_IFNAME and WEFT_IB_HCA spell them: entries
+ * separated by commas, prefix match ("=" first: exact), "^" first: the
+ * listed names are excluded; empty: everything. With @p port >= 0 an entry
+ * may end in ":port" and then matches that port only. 1 if @p name passes.
+ */
+int weft_name_list_match(const char *spec, const char *name, int port);
+
 /* Host identity: same value for processes that can share memory (same
  * kernel boot and network namespace), overridable with WEFT_HOSTID. */
 weft_status_t weft_host_identity(uint8_t out[16]);

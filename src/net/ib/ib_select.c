@@ -1,41 +1,14 @@
 /* Choosing HCAs and GIDs, and naming verbs errors: pure functions. */
 #include "config.h"
 #include "ib.h"
+#include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 int weft_ib_hca_match(const char *spec, const char *name, int port)
 {
-    int exclude = 0, exact = 0, listed = 0;
-    const char *p;
-
-    if (!spec || !*spec)
-        return 1;
-    if (*spec == '^') {
-        exclude = 1;
-        spec++;
-    }
-    if (*spec == '=') {
-        exact = 1;
-        spec++;
-    }
-    for (p = spec; *p && !listed;) {
-        const char *end = strchr(p, ','), *colon;
-        size_t len = end ? (size_t)(end - p) : strlen(p), nlen;
-        int want_port = 0;
-        colon = memchr(p, ':', len);
-        nlen = colon ? (size_t)(colon - p) : len;
-        if (colon)
-            want_port = atoi(colon + 1);
-        if (nlen > 0 && (exact ? strlen(name) == nlen && strncmp(name, p, nlen) == 0 : strncmp(name, p, nlen) == 0) &&
-            (!want_port || want_port == port))
-            listed = 1;
-        p += len;
-        if (*p == ',')
-            p++;
-    }
-    return exclude ? !listed : listed;
+    return weft_name_list_match(spec, name, port);
 }
 
 int weft_ib_select(const weft_ib_port_info_t *ports, int n, const char *spec, const weft_topo_t *topo, int gpu,
