@@ -97,9 +97,14 @@ static int net_setup(net_t *n, weft_comm_t *comm)
     return 1;
 }
 
-static void net_teardown(net_t *n)
+/* Releases everything. @p agreed: the peers are alive, so barriers keep
+ * anyone from touching memory that goes away; else abort first. */
+static void net_release(net_t *n, int agreed)
 {
-    weft_bootstrap_barrier(n->comm);
+    if (agreed)
+        weft_bootstrap_barrier(n->comm);
+    else
+        weft_comm_abort(n->comm);
     weft_proxy_destroy(n->proxy);
     n->comm->gpu->stream_destroy(n->comm->gctx, n->stream);
     for (int p = 0; p < n->nranks; p++) {
@@ -110,26 +115,16 @@ static void net_teardown(net_t *n)
         if (n->rmem[p])
             weft_mem_deregister(n->rmem[p]);
     }
-    weft_bootstrap_barrier(n->comm);
+    if (agreed)
+        weft_bootstrap_barrier(n->comm);
     weft_mem_deregister(n->mem);
     weft_mem_free(n->comm, n->buf);
 }
 
-/* After a failure: abort, then release everything (nothing leaks). */
+/* After a failure: abort, release, destroy the communicator. */
 static void net_abandon(net_t *n)
 {
-    weft_comm_abort(n->comm);
-    weft_proxy_destroy(n->proxy);
-    for (int p = 0; p < n->nranks; p++) {
-        if (n->sema[p])
-            weft_semaphore_destroy(n->sema[p]);
-        if (n->conn[p])
-            weft_connection_destroy(n->conn[p]);
-        if (n->rmem[p])
-            weft_mem_deregister(n->rmem[p]);
-    }
-    n->comm->gpu->stream_destroy(n->comm->gctx, n->stream);
-    weft_mem_deregister(n->mem);
+    net_release(n, 0);
     weft_comm_destroy(n->comm);
 }
 
@@ -218,7 +213,7 @@ static int exchange(int rank, int nranks, void *arg)
             fails += rank_fail("host semaphore with rank %d: %s", p, weft_get_last_error());
     }
     rank_step("teardown");
-    net_teardown(&n);
+    net_release(&n, 1);
     if (weft_comm_destroy(comm) != WEFT_OK)
         fails += rank_fail("destroy");
     return fails;
