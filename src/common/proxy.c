@@ -124,7 +124,6 @@ static void *proxy_main(void *arg)
 
     for (;;) {
         weft_trigger_t *t = &p->triggers[tail & (p->size - 1)];
-        p->failed_peer = -1;
         /* acquire: pairs with the release of w1 in weft_fifo_push */
         uint64_t w1 = __atomic_load_n(&t->w1, __ATOMIC_ACQUIRE), w0;
         if (!(w1 >> 63)) {
@@ -146,6 +145,7 @@ static void *proxy_main(void *arg)
         w0 = t->w0;
         __atomic_store_n(&t->w0, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&t->w1, 0, __ATOMIC_RELAXED);
+        p->failed_peer = -1; /* execute names the peer once it knows the channel */
         weft_status_t status = execute(p, w0, w1 & ~(1ull << 63));
         /* A failed trigger is recorded (device waits give up, the host
          * reports it) and consumed: the proxy keeps serving the other
