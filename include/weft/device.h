@@ -164,6 +164,8 @@ WEFT_DEVICE void weft_spin_pause(unsigned spins)
 #if WEFT_ON_GPU
 #if defined(WEFT_CUDA) && __CUDA_ARCH__ >= 700
     __nanosleep(32);
+#elif defined(WEFT_HIP) && defined(__HIP_DEVICE_COMPILE__)
+    __builtin_amdgcn_s_sleep(1); /* about 64 clocks: leaves the memory system to the peers */
 #endif
 #else
     weft_host_yield(spins);

@@ -346,7 +346,7 @@ static weft_status_t ring_setup(weft_comm_t *comm, struct weft_coll_ctx *x)
         weft_port_channel_device_handle(r->proxy, ach[ip], rid[ip], local_id, &h[3]); /* acks to prev */
     }
     if ((status = weft_proxy_start(r->proxy)) != WEFT_OK ||
-        (status = comm->gpu->mem_alloc(comm->gctx, sizeof(h), &r->handles)) != WEFT_OK ||
+        (status = comm->gpu->mem_alloc(comm->gctx, sizeof(h), 0, &r->handles)) != WEFT_OK ||
         (status = to_device(comm, r->handles.ptr, h, sizeof(h))) != WEFT_OK)
         goto err;
     weft_debug(WEFT_SUB_COLL, "rank %d: ring to rank %d (%s), from rank %d (%s)", comm->rank, next,
@@ -394,7 +394,7 @@ static weft_status_t coll_setup(weft_comm_t *comm)
     x->mesh = comm->local_size == n && (comm->caps & WEFT_CAP_IPC);
     if (!x->mesh)
         goto shape;
-    if ((status = weft_mem_alloc(comm, x->pkt_bytes, (void **)&x->pkt)) != WEFT_OK ||
+    if ((status = weft_mem_alloc_flags(comm, x->pkt_bytes, WEFT_GPU_MEM_SYNC, (void **)&x->pkt)) != WEFT_OK ||
         (status = weft_mem_register(comm, x->scratch, x->scratch_bytes, WEFT_TRANSPORT_IPC, &x->scratch_mem)) ||
         (status = weft_mem_register(comm, x->pkt, x->pkt_bytes, WEFT_TRANSPORT_IPC, &x->pkt_mem)) ||
         (status = exchange(comm, x->scratch_mem, x->rscratch)) != WEFT_OK ||
@@ -411,10 +411,10 @@ static weft_status_t coll_setup(weft_comm_t *comm)
         weft_memory_channel_device_handle(x->ch[p], &tmp[p]);
         weft_memory_channel_device_handle(x->chp[p], &tmp[n + p]);
     }
-    if ((status = comm->gpu->mem_alloc(comm->gctx, 2 * hb, &x->handles)) != WEFT_OK)
+    if ((status = comm->gpu->mem_alloc(comm->gctx, 2 * hb, 0, &x->handles)) != WEFT_OK)
         goto err;
 shape:
-    if ((status = comm->gpu->mem_alloc(comm->gctx, 64, &x->gbar)) != WEFT_OK)
+    if ((status = comm->gpu->mem_alloc(comm->gctx, 64, WEFT_GPU_MEM_SYNC, &x->gbar)) != WEFT_OK)
         goto err;
     /* Launch shape. Host: a block is one CPU thread, and ranks already
      * share the cores. GPU: one block of 512 threads. The kernels can use

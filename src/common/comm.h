@@ -70,6 +70,9 @@ void weft_comm_net_free(weft_comm_t *comm);
 int weft_net_index(unsigned transport);
 
 /* mem.c: what a network transport needs of a registration. */
+/* weft_mem_alloc with mem_alloc flags (WEFT_GPU_MEM_SYNC for memory polled
+ * across devices); freed by weft_mem_free. */
+weft_status_t weft_mem_alloc_flags(weft_comm_t *comm, size_t bytes, unsigned flags, void **ptr);
 weft_net_mr_t *weft_mem_net_mr(const weft_mem_t *mem, int idx);
 const weft_net_rkey_t *weft_mem_net_rkey(const weft_mem_t *mem, int idx);
 

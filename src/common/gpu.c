@@ -12,7 +12,7 @@ static weft_status_t stub_init(int device, weft_gpu_ctx_t **ctx) { (void)device;
 static void stub_fini(weft_gpu_ctx_t *ctx) { (void)ctx; }
 static uint64_t stub_caps(weft_gpu_ctx_t *ctx) { (void)ctx; return 0; }
 static weft_status_t stub_props(weft_gpu_ctx_t *c, weft_gpu_props_t *p) { (void)c; (void)p; return WEFT_ERR_UNSUPPORTED; }
-static weft_status_t stub_mem_alloc(weft_gpu_ctx_t *c, size_t b, weft_gpu_alloc_t *o) { (void)c; (void)b; (void)o; return WEFT_ERR_UNSUPPORTED; }
+static weft_status_t stub_mem_alloc(weft_gpu_ctx_t *c, size_t b, unsigned f, weft_gpu_alloc_t *o) { (void)c; (void)b; (void)f; (void)o; return WEFT_ERR_UNSUPPORTED; }
 static weft_status_t stub_mem_free(weft_gpu_ctx_t *c, weft_gpu_alloc_t *a) { (void)c; (void)a; return WEFT_ERR_UNSUPPORTED; }
 static weft_status_t stub_host_alloc_mapped(weft_gpu_ctx_t *c, size_t b, void **h, void **d) { (void)c; (void)b; (void)h; (void)d; return WEFT_ERR_UNSUPPORTED; }
 static weft_status_t stub_host_free(weft_gpu_ctx_t *c, void *h) { (void)c; (void)h; return WEFT_ERR_UNSUPPORTED; }

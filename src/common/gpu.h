@@ -25,6 +25,12 @@
 #define WEFT_CAP_IPC_FD (1ull << 4)      /* IPC handles are file descriptors */
 #define WEFT_CAP_CPU_ACCESS (1ull << 5)  /* the CPU can load/store device memory */
 
+/* mem_alloc flags. SYNC: memory that ranks poll and write across devices
+ * (semaphores, LL packets, barrier words, the proxy's head): a backend whose
+ * device caches such memory incoherently allocates it fine-grained or
+ * uncached (hip); the others ignore the flag. */
+#define WEFT_GPU_MEM_SYNC 1u
+
 /* IPC handles are opaque blobs of at most this size. */
 #define WEFT_IPC_BLOB_BYTES 96
 
@@ -77,7 +83,7 @@ typedef struct weft_gpu_ops {
     uint64_t (*caps)(weft_gpu_ctx_t *ctx);
     weft_status_t (*props)(weft_gpu_ctx_t *ctx, weft_gpu_props_t *props);
 
-    weft_status_t (*mem_alloc)(weft_gpu_ctx_t *ctx, size_t bytes, weft_gpu_alloc_t *out);
+    weft_status_t (*mem_alloc)(weft_gpu_ctx_t *ctx, size_t bytes, unsigned flags, weft_gpu_alloc_t *out);
     weft_status_t (*mem_free)(weft_gpu_ctx_t *ctx, weft_gpu_alloc_t *alloc);
     /* Host memory the device can access: *host for the CPU, *dev for kernels. */
     weft_status_t (*host_alloc_mapped)(weft_gpu_ctx_t *ctx, size_t bytes, void **host, void **dev);

@@ -95,6 +95,11 @@ static weft_alloc_rec_t *find_alloc(weft_comm_t *comm, const void *ptr, size_t b
 
 weft_status_t weft_mem_alloc(weft_comm_t *comm, size_t bytes, void **ptr)
 {
+    return weft_mem_alloc_flags(comm, bytes, 0, ptr);
+}
+
+weft_status_t weft_mem_alloc_flags(weft_comm_t *comm, size_t bytes, unsigned flags, void **ptr)
+{
     weft_alloc_rec_t *a;
     weft_status_t status;
 
@@ -107,7 +112,7 @@ weft_status_t weft_mem_alloc(weft_comm_t *comm, size_t bytes, void **ptr)
         weft_comm_leave(comm);
         return WEFT_ERR_NO_MEMORY;
     }
-    if ((status = comm->gpu->mem_alloc(comm->gctx, bytes, &a->a)) != WEFT_OK) {
+    if ((status = comm->gpu->mem_alloc(comm->gctx, bytes, flags, &a->a)) != WEFT_OK) {
         free(a);
         weft_comm_leave(comm);
         return status;

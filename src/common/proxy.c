@@ -186,7 +186,7 @@ weft_status_t weft_proxy_create(weft_comm_t *comm, size_t fifo_size, weft_proxy_
     status = comm->gpu->host_alloc_mapped(comm->gctx, 64, (void **)&p->tail, (void **)&p->tail_dev);
     if (status != WEFT_OK)
         goto err_triggers;
-    status = comm->gpu->mem_alloc(comm->gctx, 64, &p->head_alloc);
+    status = comm->gpu->mem_alloc(comm->gctx, 64, WEFT_GPU_MEM_SYNC, &p->head_alloc);
     if (status != WEFT_OK)
         goto err_tail;
     p->head = p->head_alloc.ptr;

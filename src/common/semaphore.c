@@ -23,7 +23,7 @@ weft_status_t weft_semaphore_create(weft_connection_t *conn, weft_semaphore_t **
         return WEFT_ERR_NO_MEMORY;
     s->conn = conn;
     s->comm = comm;
-    if ((status = weft_mem_alloc(comm, 4096, (void **)&s->tokens)) != WEFT_OK)
+    if ((status = weft_mem_alloc_flags(comm, 4096, WEFT_GPU_MEM_SYNC, (void **)&s->tokens)) != WEFT_OK)
         goto err_free;
     if ((status = weft_mem_register(comm, s->tokens, 4096, conn->transport, &s->local)) != WEFT_OK)
         goto err_mem;

@@ -4,10 +4,13 @@
  * over HIP: the two runtimes' APIs used here differ only in prefix).
  *
  * Memory: cudaMalloc with legacy IPC handles (the blob carries the
- * cudaIpcMemHandle_t); host-mapped memory from cudaHostAlloc. Launches run
- * the portable bodies instantiated in cuda_kernels.cu (CUDA only so far:
- * the hip build answers WEFT_ERR_UNSUPPORTED). The cuMem VMM / fd-based
- * memory path is not written yet.
+ * cudaIpcMemHandle_t); host-mapped memory from cudaHostAlloc. On HIP, memory
+ * the protocol polls across devices (WEFT_GPU_MEM_SYNC) is fine-grained
+ * (uncached where the runtime offers it), so another GPU's or the CPU's
+ * stores become visible without a cache flush. Launches run the portable
+ * bodies instantiated by src/kernels/gpu_instantiate.h (cuda_kernels.cu,
+ * hip_kernels.hip). The cuMem VMM / fd-based memory path is not written
+ * yet.
  */
 #include "config.h"
 #include "gpu.h"
@@ -25,6 +28,8 @@
 #define RT(x) hip##x
 #define RT_NAME "hip"
 #define RT_OPS weft_hip_gpu_ops
+#define RT_KERNELS weft_hip_kernels
+#define RT_NKERNELS weft_hip_nkernels
 #define RT_SUB "hip"
 #define rtError_t hipError_t
 #define rtSuccess hipSuccess
@@ -40,11 +45,18 @@
 #define rtFreeHost hipHostFree
 #define rtIpcMemLazyEnablePeerAccess hipIpcMemLazyEnablePeerAccess
 #define rtMemcpyDefault hipMemcpyDefault
+#ifdef hipDeviceMallocUncached
+#define RT_SYNC_MALLOC_FLAG hipDeviceMallocUncached
+#else
+#define RT_SYNC_MALLOC_FLAG hipDeviceMallocFinegrained
+#endif
 #else
 #include <cuda_runtime_api.h>
 #define RT(x) cuda##x
 #define RT_NAME "cuda"
 #define RT_OPS weft_cuda_gpu_ops
+#define RT_KERNELS weft_cuda_kernels
+#define RT_NKERNELS weft_cuda_nkernels
 #define rtError_t cudaError_t
 #define rtSuccess cudaSuccess
 #define rtIpcMemHandle_t cudaIpcMemHandle_t
@@ -188,13 +200,23 @@ static weft_status_t rt_props(weft_gpu_ctx_t *ctx, weft_gpu_props_t *p)
     return WEFT_OK;
 }
 
-static weft_status_t rt_mem_alloc(weft_gpu_ctx_t *ctx, size_t bytes, weft_gpu_alloc_t *out)
+static weft_status_t rt_mem_alloc(weft_gpu_ctx_t *ctx, size_t bytes, unsigned flags, weft_gpu_alloc_t *out)
 {
     void *p = NULL;
     weft_status_t status;
     RT(SetDevice)(ctx->device);
+#ifdef WEFT_RT_HIP
+    if (flags & WEFT_GPU_MEM_SYNC)
+        status = rt_check(hipExtMallocWithFlags(&p, bytes, RT_SYNC_MALLOC_FLAG), "fine-grained device allocation");
+    else
+        status = rt_check(hipMalloc(&p, bytes), "device allocation");
+    if (status != WEFT_OK)
+        return status;
+#else
+    (void)flags; /* NVIDIA GPUs see each other's and the CPU's stores at system scope */
     if ((status = rt_check(RT(Malloc)(&p, bytes), "device allocation")) != WEFT_OK)
         return status;
+#endif
     if ((status = rt_check(RT(Memset)(p, 0, bytes), "zero-fill")) != WEFT_OK) {
         RT(Free)(p);
         return status;
@@ -349,36 +371,36 @@ static weft_status_t rt_memcpy_async(weft_gpu_ctx_t *ctx, void *dst, const void 
     return rt_check(RT(MemcpyAsync)(dst, src, bytes, rtMemcpyDefault, (rtStream_t)stream), "async copy");
 }
 
-#ifndef WEFT_RT_HIP
+/* The kernel table of src/kernels/gpu_instantiate.h, compiled by nvcc
+ * (cuda_kernels.cu) or hipcc (hip_kernels.hip). */
 typedef struct {
     const char *name;
     const void *fn;
     size_t args_size;
-} weft_cuda_kernel_t;
-extern const weft_cuda_kernel_t weft_cuda_kernels[];
-extern const size_t weft_cuda_nkernels;
+} weft_gpu_kernel_entry_t;
+extern const weft_gpu_kernel_entry_t RT_KERNELS[];
+extern const size_t RT_NKERNELS;
 
 static weft_status_t rt_launch(weft_gpu_ctx_t *ctx, const weft_gpu_launch_t *l, weft_gpu_stream_t *stream)
 {
-    for (size_t i = 0; i < weft_cuda_nkernels; i++) {
-        const weft_cuda_kernel_t *k = &weft_cuda_kernels[i];
+    for (size_t i = 0; i < RT_NKERNELS; i++) {
+        const weft_gpu_kernel_entry_t *k = &RT_KERNELS[i];
         void *args[1] = {l->args};
         if (strcmp(k->name, l->name) != 0)
             continue;
         if (k->args_size != l->args_size || l->nblocks == 0 || l->nthreads == 0 || l->nthreads > 1024) {
-            weft_error(WEFT_SUB_GPU, "cuda launch of %s: %u blocks of %u threads, %zu argument bytes (expected %zu)",
+            weft_error(WEFT_SUB_GPU, RT_NAME " launch of %s: %u blocks of %u threads, %zu argument bytes (expected %zu)",
                        l->name, l->nblocks, l->nthreads, l->args_size, k->args_size);
             return WEFT_ERR_INVALID_ARGUMENT;
         }
         RT(SetDevice)(ctx->device);
-        return rt_check(cudaLaunchKernel(k->fn, (dim3){l->nblocks, 1, 1}, (dim3){l->nthreads, 1, 1}, args, 0,
+        return rt_check(RT(LaunchKernel)(k->fn, (dim3){l->nblocks, 1, 1}, (dim3){l->nthreads, 1, 1}, args, 0,
                                          (rtStream_t)stream),
                         l->name);
     }
-    weft_error(WEFT_SUB_GPU, "cuda backend: no kernel named %s", l->name);
+    weft_error(WEFT_SUB_GPU, RT_NAME " backend: no kernel named %s", l->name);
     return WEFT_ERR_NOT_FOUND;
 }
-#endif
 
 const weft_gpu_ops_t RT_OPS = {
     .abi_version = WEFT_GPU_ABI_VERSION,
@@ -407,7 +429,5 @@ const weft_gpu_ops_t RT_OPS = {
     .event_record = rt_event_record,
     .event_query = rt_event_query,
     .memcpy_async = rt_memcpy_async,
-#ifndef WEFT_RT_HIP
     .launch = rt_launch,
-#endif
 };

@@ -77,7 +77,7 @@ static weft_status_t host_props(weft_gpu_ctx_t *ctx, weft_gpu_props_t *p)
     return WEFT_OK;
 }
 
-static weft_status_t host_mem_alloc(weft_gpu_ctx_t *ctx, size_t bytes, weft_gpu_alloc_t *out)
+static weft_status_t host_mem_alloc(weft_gpu_ctx_t *ctx, size_t bytes, unsigned flags, weft_gpu_alloc_t *out)
 {
     size_t size = page_round(bytes);
     host_alloc_t *h;
@@ -85,6 +85,7 @@ static weft_status_t host_mem_alloc(weft_gpu_ctx_t *ctx, size_t bytes, weft_gpu_
     int fd;
 
     (void)ctx;
+    (void)flags; /* CPU caches are coherent */
     if (size == 0)
         return WEFT_ERR_INVALID_ARGUMENT;
     fd = memfd_create("weft-mem", MFD_CLOEXEC);

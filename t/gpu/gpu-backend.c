@@ -1,6 +1,9 @@
-/* The cuda backend on a real GPU: device memory, IPC between processes,
- * streams and copies, and its capability bits. Skips where no GPU is
- * visible; with WEFT_TEST_STRICT=1 a missing GPU is a failure. */
+/* A GPU backend on a real GPU: device memory, IPC between processes,
+ * streams and copies, the portable kernels, device timeouts and its
+ * capability bits. Built once per GPU backend with GPU_BACKEND set
+ * ("cuda": t/gpu/cuda-backend-t, "hip": t/gpu/hip-backend-t). Skips where
+ * no such GPU is visible; with WEFT_TEST_STRICT=1 a missing GPU is a
+ * failure. */
 #include "tap/basic.h"
 #include "tap/job.h"
 #include "tap/ranks.h"
@@ -16,6 +19,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#ifndef GPU_BACKEND
+#error "build with -DGPU_BACKEND=\"cuda\" or \"hip\""
+#endif
+
 static weft_unique_id_t id;
 
 static int rank_main(int rank, int nranks, void *arg)
@@ -30,10 +37,10 @@ static int rank_main(int rank, int nranks, void *arg)
     void *peer = NULL;
     int fails = 0, peer_rank = 1 - rank;
     (void)arg;
-    cfg.backend = "cuda";
+    cfg.backend = GPU_BACKEND;
     cfg.device = 0; /* every rank on the first GPU (several processes per GPU) */
     if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, &cfg, &comm) != WEFT_OK)
-        return rank_fail("init on cuda: %s", weft_get_last_error());
+        return rank_fail("init on " GPU_BACKEND ": %s", weft_get_last_error());
     if (weft_stream_create(comm, &s) != WEFT_OK || weft_mem_alloc(comm, bytes, (void **)&dev) != WEFT_OK ||
         weft_mem_register(comm, dev, bytes, WEFT_TRANSPORT_IPC, &mine) != WEFT_OK ||
         weft_mem_serialize(mine, &h[rank]) != WEFT_OK)
@@ -113,11 +120,11 @@ static int gpu_timeout(int rank, int nranks, void *arg)
     void *dev;
     int fails = 0, peer = 1 - rank;
     (void)arg;
-    cfg.backend = "cuda";
+    cfg.backend = GPU_BACKEND;
     cfg.device = 0;
     cfg.device_timeout_ms = 300;
     if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, &cfg, &comm) != WEFT_OK)
-        return rank_fail("init on cuda: %s", weft_get_last_error());
+        return rank_fail("init on " GPU_BACKEND ": %s", weft_get_last_error());
     if (weft_stream_create(comm, &s) || weft_mem_alloc(comm, 4096, &dev) ||
         weft_mem_register(comm, dev, 4096, WEFT_TRANSPORT_IPC, &mine) || weft_mem_serialize(mine, &h[rank]) ||
         weft_bootstrap_allgather(comm, h, sizeof(h[0])) || weft_mem_deserialize(comm, &h[peer], &theirs) ||
@@ -156,18 +163,18 @@ static int gpu_timeout(int rank, int nranks, void *arg)
 }
 
 /* dma-buf export of device memory (what an HCA registers). 77: the
- * driver has no dma-buf export. */
+ * backend or driver has no dma-buf export. */
 static int dmabuf_check(int rank, int nranks, void *arg)
 {
-    const weft_gpu_ops_t *ops = weft_gpu_find("cuda");
+    const weft_gpu_ops_t *ops = weft_gpu_find(GPU_BACKEND);
     weft_gpu_ctx_t *ctx;
     weft_gpu_alloc_t a;
     struct stat st;
     int fd = -1, rc;
     uint64_t off = 1;
     (void)rank, (void)nranks, (void)arg;
-    if (ops->init(0, &ctx) != WEFT_OK || ops->mem_alloc(ctx, 1 << 20, &a) != WEFT_OK)
-        return rank_fail("cuda init/alloc: %s", weft_get_last_error());
+    if (ops->init(0, &ctx) != WEFT_OK || ops->mem_alloc(ctx, 1 << 20, 0, &a) != WEFT_OK)
+        return rank_fail(GPU_BACKEND " init/alloc: %s", weft_get_last_error());
     if (!(ops->caps(ctx) & WEFT_CAP_DMABUF)) {
         rc = 77;
     } else if (ops->dmabuf_export(ctx, (char *)a.ptr + 4096, 12345, &fd, &off) != WEFT_OK) {
@@ -181,7 +188,7 @@ static int dmabuf_check(int rank, int nranks, void *arg)
     return rc;
 }
 
-/* Asks a child whether a GPU is visible: the CUDA runtime must not be
+/* Asks a child whether a GPU is visible: the GPU runtime must not be
  * initialised in this process, whose forked ranks use it afterwards. */
 static int gpu_visible(const weft_gpu_ops_t *ops)
 {
@@ -198,15 +205,17 @@ static int gpu_visible(const weft_gpu_ops_t *ops)
 
 int main(void)
 {
-    const weft_gpu_ops_t *ops = weft_gpu_find("cuda");
+    const weft_gpu_ops_t *ops = weft_gpu_find(GPU_BACKEND);
     const char *strict = getenv("WEFT_TEST_STRICT");
     if (!gpu_visible(ops)) {
         if (strict && strcmp(strict, "1") == 0) {
             plan(1);
-            ok(0, "a CUDA GPU is visible (WEFT_TEST_STRICT=1): %s", ops ? "none found" : "cuda backend not built");
+            ok(0, "a " GPU_BACKEND " GPU is visible (WEFT_TEST_STRICT=1): %s",
+               ops ? "none found" : GPU_BACKEND " backend not built");
             return test_done();
         }
-        skip_all("no CUDA GPU here (%s)", ops ? "no device" : "cuda backend not built");
+        skip_all("no %s GPU here (%s)", GPU_BACKEND,
+                 ops ? GPU_BACKEND " backend built, never run: no device" : GPU_BACKEND " backend not built");
     }
     plan(3);
     {
@@ -214,7 +223,7 @@ int main(void)
         if (run_ranks(1, 60000, dmabuf_check, NULL, &res))
             ok(1, "device memory exports a dma-buf (for HCAs to register without a peer-memory module)");
         else if (res.code[0] == 77)
-            skip("this driver has no dma-buf export (cuMemGetHandleForAddressRange)");
+            skip("no dma-buf export in this backend or driver");
         else
             ok(0, "dma-buf export of device memory");
     }
