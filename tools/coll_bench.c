@@ -5,6 +5,7 @@
  * algbw x the collective's factor, and with -c 1 a separate checked call
  * compared with an independent reference (#wrong).
  */
+#include "config.h"
 #include "collref.h"
 #include "perf.h"
 #include "weft.h"
@@ -206,6 +207,29 @@ static int timed(bench_t *b, uint64_t count, int inplace, double *us)
     return 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* This machine's memcpy bandwidth (one core), GB/s: the median of 7
+ * copies of @p bytes, the yardstick for large host-backend transfers. */
+static double memcpy_gbps(unsigned char *dst, const unsigned char *src, size_t bytes)
+{
+    double t[7];
+    if (bytes == 0)
+        return 0;
+    memcpy(dst, src, bytes); /* touch both */
+    for (int i = 0; i < 7; i++) {
+        double t0 = now_us();
+        memcpy(dst, src, bytes);
+        t[i] = now_us() - t0;
+    }
+    qsort(t, 7, sizeof(double), cmp_double);
+    return t[3] > 0 ? (double)bytes / t[3] / 1e3 : 0;
+}
+
 int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
 {
     bench_t b;
@@ -213,7 +237,9 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
     size_t alloc;
     long total_wrong = 0;
     double bw_sum = 0;
-    perf_point_t pts[128];
+    perf_point_t pts[128], mpi_pts[128];
+    double last_mpi_us = 0, last_us = 0;
+    size_t last_size = 0;
     int nsizes = 0, rc = 0, show_progress;
 
     memset(&b, 0, sizeof(b));
@@ -239,6 +265,22 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
         return 3;
     }
     show_progress = b.rank == 0 && isatty(STDERR_FILENO);
+    if (o->vs_mpi) {
+#ifdef WEFT_HAVE_MPI
+        const char *backend = "?";
+        char why[160];
+        weft_comm_backend(comm, &backend);
+        if (!perf_mpi_check(o, backend, why, sizeof(why))) {
+            if (b.rank == 0)
+                fprintf(stderr, "weft-perf: %s\n", why);
+            rc = 2;
+            goto out;
+        }
+#else
+        rc = 2; /* weft-perf.c refuses --vs mpi in a build without MPI */
+        goto out;
+#endif
+    }
     if (b.rank == 0) {
         const char *backend = "?", *algo = "?";
         weft_comm_backend(comm, &backend);
@@ -248,12 +290,14 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
                o->name, b.nranks, backend, dtype_names[b.t], op_names[b.op], o->root, o->iters, o->warmup,
                o->check ? "on" : "off");
         weft_coll_algorithm(comm, o->name, o->min_bytes, &algo);
-        printf("#\n# %10s %12s %8s %6s %5s %10s %8s %8s %6s %10s %8s %8s %6s\n", "", "", "", "", "",
-               "out-of-place", "", "", "", "in-place", "", "", "");
-        printf("# %10s %12s %8s %6s %5s %10s %8s %8s %6s %10s %8s %8s %6s\n", "size", "count", "type", "redop", "root",
-               "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
-        printf("# %10s %12s %8s %6s %5s %10s %8s %8s %6s %10s %8s %8s %6s\n", "(B)", "(elements)", "", "", "", "(us)",
-               "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+        printf("#\n# %10s %12s %8s %6s %5s %10s %8s %8s %6s %10s %8s %8s %6s%s\n", "", "", "", "", "",
+               "out-of-place", "", "", "", "in-place", "", "", "", o->vs_mpi ? "        MPI (out-of-place)" : "");
+        printf("# %10s %12s %8s %6s %5s %10s %8s %8s %6s %10s %8s %8s %6s%s\n", "size", "count", "type", "redop", "root",
+               "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong",
+               o->vs_mpi ? "       time    busbw weft/mpi" : "");
+        printf("# %10s %12s %8s %6s %5s %10s %8s %8s %6s %10s %8s %8s %6s%s\n", "(B)", "(elements)", "", "", "", "(us)",
+               "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "",
+               o->vs_mpi ? "       (us)   (GB/s)   (time)" : "");
         fflush(stdout);
     }
     for (size_t bytes = o->min_bytes;;) {
@@ -262,7 +306,7 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
                                        b.o->coll == PERF_ALLTOALL
                                    ? count * (uint64_t)b.nranks
                                    : count) * b.es;
-        double us[2];
+        double us[2], mpi_us = 0;
         long wrong[2] = {0, 0};
         for (int inplace = 0; inplace < 2; inplace++) {
             if (o->coll == PERF_ALLTOALL && inplace) {
@@ -292,6 +336,13 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
                 total_wrong += wrong[inplace];
             }
         }
+#ifdef WEFT_HAVE_MPI
+        if (o->vs_mpi && (mpi_us = perf_mpi_time_us(o, b.send, b.recv, count)) < 0) {
+            fprintf(stderr, "rank %d: MPI %s of %zu bytes failed\n", b.rank, o->name, size);
+            rc = 4;
+            goto out;
+        }
+#endif
         if (b.rank == 0) {
             double alg[2], bus[2];
             for (int k = 0; k < 2; k++) {
@@ -305,7 +356,11 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
             if (wrong[1] == -1 && o->coll == PERF_ALLTOALL)
                 printf(" %10s %8s %8s %6s\n", "n/a", "", "", "");
             else
-                printf(" %10.2f %8.3f %8.3f %6ld\n", us[1], alg[1], bus[1], o->check ? wrong[1] : -1L);
+                printf(" %10.2f %8.3f %8.3f %6ld", us[1], alg[1], bus[1], o->check ? wrong[1] : -1L);
+            if (o->vs_mpi)
+                printf(" %10.2f %8.3f %8.3f", mpi_us, mpi_us > 0 ? (double)size / mpi_us / 1e3 * bus_factor(&b) : 0,
+                       mpi_us > 0 ? us[0] / mpi_us : 0);
+            printf("\n");
             fflush(stdout);
             if (json)
                 fprintf(json,
@@ -314,9 +369,18 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
                         "\"ip_time_us\":%.3f,\"ip_algbw\":%.4f,\"ip_busbw\":%.4f,\"ip_wrong\":%ld}\n",
                         o->name, b.nranks, size, (unsigned long long)count, dtype_names[b.t], op_names[b.op],
                         o->root, us[0], alg[0], bus[0], wrong[0], us[1], alg[1], bus[1], wrong[1]);
+            if (json && o->vs_mpi) /* the same object, with MPI's figures */
+                fprintf(json, "{\"collective\":\"%s\",\"ranks\":%d,\"size\":%zu,\"library\":\"mpi\","
+                              "\"oop_time_us\":%.3f,\"weft_over_mpi\":%.4f}\n",
+                        o->name, b.nranks, size, mpi_us, mpi_us > 0 ? us[0] / mpi_us : 0);
             bw_sum += bus[0];
-            if (nsizes < 128)
+            if (nsizes < 128) {
                 pts[nsizes] = (perf_point_t){size, bus[0]};
+                mpi_pts[nsizes] = (perf_point_t){size, mpi_us > 0 ? (double)size / mpi_us / 1e3 * bus_factor(&b) : 0};
+            }
+            last_size = size;
+            last_us = us[0];
+            last_mpi_us = mpi_us;
             nsizes++;
             if (show_progress)
                 fprintf(stderr, "weft-perf: %zu of up to %zu bytes done", size, o->max_bytes);
@@ -333,11 +397,21 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
             fprintf(stderr, "\r%60s\r", "");
         printf("# Out of bounds values : %ld %s\n", total_wrong, total_wrong ? "FAILED" : "OK");
         printf("# Avg bus bandwidth    : %g\n#\n", nsizes ? bw_sum / nsizes : 0.0);
+        if (o->vs_mpi && last_size > 0) {
+            double mc = memcpy_gbps(b.hrecv, b.hsend, last_size);
+            double wb = last_us > 0 ? (double)last_size / last_us / 1e3 * bus_factor(&b) : 0;
+            double mb = last_mpi_us > 0 ? (double)last_size / last_mpi_us / 1e3 * bus_factor(&b) : 0;
+            printf("# memcpy bandwidth     : %.3f GB/s (one core, %zu bytes, median of 7, this run)\n", mc, last_size);
+            printf("# at %zu bytes        : weft busbw %.3f GB/s (%.2f x memcpy), MPI %.3f GB/s (%.2f x memcpy)\n#\n",
+                   last_size, wb, mc > 0 ? wb / mc : 0, mb, mc > 0 ? mb / mc : 0);
+        }
         if (o->plot) {
             char title[160];
+            perf_series_t series[2] = {{"weft (out of place)", pts, nsizes < 128 ? nsizes : 128},
+                                       {"MPI (out of place)", mpi_pts, nsizes < 128 ? nsizes : 128}};
             snprintf(title, sizeof(title), "weft %s, %d ranks, %s %s", o->name, b.nranks, dtype_names[b.t],
                      op_names[b.op]);
-            if (perf_plot_svg(o->plot, title, pts, nsizes < 128 ? nsizes : 128) != 0)
+            if (perf_plot_svg(o->plot, title, series, o->vs_mpi ? 2 : 1) != 0)
                 fprintf(stderr, "weft-perf: cannot write %s\n", o->plot);
         }
     }

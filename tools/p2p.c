@@ -5,6 +5,7 @@
  * and the peer's acknowledgement). Every figure is the median of
  * repetitions; latencies are per round trip.
  */
+#include "config.h"
 #include "p2p.h"
 #include "perf.h"
 #include "weft.h"

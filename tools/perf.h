@@ -3,6 +3,7 @@
 #define WEFT_TOOLS_PERF_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "weft.h"
 
 typedef enum { OP_ALLGATHER, OP_BROADCAST, OP_BARRIER, OP_P2P, OP_COLL } perf_op_t;
@@ -29,6 +30,7 @@ typedef struct {
     const char *json; /* --json FILE */
     const char *plot; /* --plot FILE.svg */
     unsigned transport; /* p2p: WEFT_TRANSPORT_IPC or _ETHERNET (--transport) */
+    int vs_mpi;       /* --vs mpi: the same sweep through MPI, side by side */
 } perf_opts_t;
 
 typedef struct {
@@ -36,8 +38,16 @@ typedef struct {
     double busbw;
 } perf_point_t;
 
-/* Writes busbw against size (log2 x axis) as an SVG file; 0 on success. */
-int perf_plot_svg(const char *path, const char *title, const perf_point_t *pts, int n);
+/* One line of a plot: a library or a run. */
+typedef struct {
+    const char *name;
+    const perf_point_t *pts;
+    int n;
+} perf_series_t;
+
+/* Writes busbw against size (log2 x axis), one line per series, as an SVG
+ * file; 0 on success. */
+int perf_plot_svg(const char *path, const char *title, const perf_series_t *series, int nseries);
 
 /* A device collective sweep on one rank (OP_COLL). */
 int coll_bench(weft_comm_t *comm, const perf_opts_t *o);
@@ -53,5 +63,18 @@ tcp_ref_t *tcp_ref_open(weft_comm_t *comm, int rank, int nsock, size_t max_bytes
 /* Median time of one message of @p bytes and its one-byte answer, us; -1 on failure. */
 double tcp_ref_us(tcp_ref_t *t, weft_comm_t *comm, size_t bytes, int iters, int reps);
 void tcp_ref_close(tcp_ref_t *t);
+
+#ifdef WEFT_HAVE_MPI
+#include "launch.h"
+/* mpi_ref.c (--vs mpi). Runs fn as one rank of this MPI job (MPI_Init, the
+ * unique id broadcast by MPI, weft_comm_init); a rank that fails ends the
+ * job with its code. */
+int perf_mpi_run(int *argc, char ***argv, const weft_comm_config_t *cfg, tool_rank_fn_t fn, void *arg);
+/* 0, with the reason in @p why, when MPI cannot run this comparison. */
+int perf_mpi_check(const perf_opts_t *o, const char *backend, char *why, size_t len);
+/* The same call through MPI: mean time over o->iters calls after o->warmup,
+ * slowest rank, us; -1 on failure. Collective over MPI_COMM_WORLD. */
+double perf_mpi_time_us(const perf_opts_t *o, void *send, void *recv, uint64_t count);
+#endif
 
 #endif

@@ -1,22 +1,27 @@
 /* A small SVG line plot: bus bandwidth against message size (log scale). */
+#include "config.h"
 #include "perf.h"
 
 #include <math.h>
 #include <stdio.h>
 
-int perf_plot_svg(const char *path, const char *title, const perf_point_t *pts, int n)
+int perf_plot_svg(const char *path, const char *title, const perf_series_t *series, int nseries)
 {
+    static const char *const colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e"};
     const double W = 720, H = 420, L = 70, R = 20, T = 40, B = 50;
     double xmin = 1e300, xmax = 0, ymax = 0;
+    int total = 0;
     FILE *f;
-    if (n <= 0 || !(f = fopen(path, "w")))
+    for (int s = 0; s < nseries; s++)
+        for (int i = 0; i < series[s].n; i++, total++) {
+            const perf_point_t *pt = &series[s].pts[i];
+            double x = pt->bytes > 0 ? (double)pt->bytes : 1;
+            xmin = x < xmin ? x : xmin;
+            xmax = x > xmax ? x : xmax;
+            ymax = pt->busbw > ymax ? pt->busbw : ymax;
+        }
+    if (total == 0 || !(f = fopen(path, "w")))
         return -1;
-    for (int i = 0; i < n; i++) {
-        double x = pts[i].bytes > 0 ? (double)pts[i].bytes : 1;
-        xmin = x < xmin ? x : xmin;
-        xmax = x > xmax ? x : xmax;
-        ymax = pts[i].busbw > ymax ? pts[i].busbw : ymax;
-    }
     if (xmax <= xmin)
         xmax = xmin * 2;
     if (ymax <= 0)
@@ -42,14 +47,19 @@ int perf_plot_svg(const char *path, const char *title, const perf_point_t *pts, 
     fprintf(f, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">message size (bytes)</text>\n", (L + W - R) / 2, H - 12);
     fprintf(f, "<text x=\"16\" y=\"%g\" transform=\"rotate(-90 16 %g)\" text-anchor=\"middle\">bus bandwidth (GB/s)</text>\n",
             (T + H - B) / 2, (T + H - B) / 2);
-    fprintf(f, "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"");
-    for (int i = 0; i < n; i++)
-        fprintf(f, "%.1f,%.1f ", PX(pts[i].bytes > 0 ? (double)pts[i].bytes : 1), PY(pts[i].busbw));
-    fprintf(f, "\"/>\n");
-    for (int i = 0; i < n; i++)
-        fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"#1f77b4\"/>\n",
-                PX(pts[i].bytes > 0 ? (double)pts[i].bytes : 1), PY(pts[i].busbw));
-    fprintf(f, "<text x=\"%g\" y=\"%g\" fill=\"#1f77b4\">weft (out of place)</text>\n", L + 10, T + 14);
+    for (int s = 0; s < nseries; s++) {
+        const char *color = colors[s % 4];
+        const perf_point_t *pts = series[s].pts;
+        fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", color);
+        for (int i = 0; i < series[s].n; i++)
+            fprintf(f, "%.1f,%.1f ", PX(pts[i].bytes > 0 ? (double)pts[i].bytes : 1), PY(pts[i].busbw));
+        fprintf(f, "\"/>\n");
+        for (int i = 0; i < series[s].n; i++)
+            fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n",
+                    PX(pts[i].bytes > 0 ? (double)pts[i].bytes : 1), PY(pts[i].busbw), color);
+        fprintf(f, "<text x=\"%g\" y=\"%g\" fill=\"%s\">%s</text>\n", L + 10, T + 14 + 16 * s, color,
+                series[s].name);
+    }
     fprintf(f, "</svg>\n");
 #undef PX
 #undef PY

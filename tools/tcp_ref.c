@@ -5,6 +5,7 @@
  * message spread over the streams, rank 1 answers with one byte), in the
  * same run. What weft achieves over it is the figure of merit.
  */
+#include "config.h"
 #include "perf.h"
 #include "weft.h"
 

@@ -8,16 +8,19 @@
  * latencies and put bandwidth between two ranks); and the host-side
  * bootstrap collectives, which carry setup traffic.
  */
+#include "config.h"
 #include "launch.h"
 #include "perf.h"
 #include "weft.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef perf_opts_t opts_t;
 
@@ -203,6 +206,104 @@ static int p2p_rank(weft_comm_t *comm, void *arg)
     return p2p_bench(comm, arg);
 }
 
+/*
+ * --ranks N --vs mpi: MPI must start the ranks, so weft-perf starts itself
+ * again under mpirun with the same arguments less --ranks. Returns only if
+ * that fails.
+ */
+static int rerun_under_mpirun(int nranks, int argc, char **argv)
+{
+    char np[16], self[4096], **args = calloc((size_t)argc + 12, sizeof(char *));
+    int n = 0;
+    if (!args)
+        return 3;
+    snprintf(np, sizeof(np), "%d", nranks);
+    args[n++] = "mpirun";
+    if (geteuid() == 0) {
+        /* Open MPI refuses root unless told so, in mpirun and in each rank */
+        setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
+        setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+    }
+    args[n++] = "--oversubscribe";        /* more ranks than cores is how weft-perf runs locally too */
+    args[n++] = "--bind-to";
+    args[n++] = "none";
+    args[n++] = "-np";
+    args[n++] = np;
+    {
+        ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        self[len > 0 ? len : 0] = '\0';
+        args[n++] = len > 0 ? self : argv[0];
+    }
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--ranks") == 0) {
+            i++;
+            continue;
+        }
+        if (strncmp(argv[i], "--ranks=", 8) == 0)
+            continue;
+        args[n++] = argv[i];
+    }
+    args[n] = NULL;
+    fflush(stdout);
+    execvp("mpirun", args);
+    fprintf(stderr, "weft-perf: --vs mpi: cannot run mpirun: %s (start the job with mpirun -np %d weft-perf ...)\n",
+            strerror(errno), nranks);
+    free(args);
+    return 3;
+}
+
+/* Long options: accepted before and after the operation. */
+enum { OPT_RANKS = 256, OPT_BACKEND, OPT_ALGO, OPT_JSON, OPT_PLOT, OPT_TRANSPORT, OPT_VS, OPT_HELP };
+static const struct option longopts[] = {
+    {"ranks", required_argument, NULL, OPT_RANKS}, {"backend", required_argument, NULL, OPT_BACKEND},
+    {"algo", required_argument, NULL, OPT_ALGO},   {"json", required_argument, NULL, OPT_JSON},
+    {"plot", required_argument, NULL, OPT_PLOT},   {"transport", required_argument, NULL, OPT_TRANSPORT},
+    {"vs", required_argument, NULL, OPT_VS},       {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0}};
+
+/* 0, or the exit code after a message. */
+static int long_option(int c, const char *arg, opts_t *o, weft_comm_config_t *cfg, int *nranks, const char **algo)
+{
+    switch (c) {
+    case OPT_RANKS: *nranks = atoi(arg); break;
+    case OPT_BACKEND: cfg->backend = arg; break;
+    case OPT_ALGO: *algo = arg; break;
+    case OPT_JSON: o->json = arg; break;
+    case OPT_PLOT: o->plot = arg; break;
+    case OPT_TRANSPORT:
+        if (strcmp(arg, "ipc") == 0)
+            o->transport = WEFT_TRANSPORT_IPC;
+        else if (strcmp(arg, "ethernet") == 0)
+            o->transport = WEFT_TRANSPORT_ETHERNET;
+        else {
+            fprintf(stderr, "weft-perf: --transport %s: ipc or ethernet\n", arg);
+            return 2;
+        }
+        break;
+    case OPT_VS:
+        if (strcmp(arg, "mpi") == 0) {
+#ifdef WEFT_HAVE_MPI
+            o->vs_mpi = 1;
+#else
+            fprintf(stderr, "weft-perf: --vs mpi: this build has no MPI (install Open MPI's development "
+                            "files, e.g. libopenmpi-dev, and configure --with-mpi)\n");
+            return 2;
+#endif
+        } else {
+            fprintf(stderr, "weft-perf: --vs %s: unknown library (this build compares with: %s)\n", arg,
+#ifdef WEFT_HAVE_MPI
+                    "mpi"
+#else
+                    "none"
+#endif
+            );
+            return 2;
+        }
+        break;
+    }
+    return 0;
+}
+
 static void usage(FILE *out)
 {
     fprintf(out,
@@ -224,7 +325,10 @@ static void usage(FILE *out)
             "  --ranks N fork N local ranks (default: join a launcher-started job)\n"
             "  --backend NAME  GPU backend (host, cuda, hip)\n"
             "  --transport ipc|ethernet  p2p: the peers' link (ethernet: port channel over TCP,\n"
-            "            compared with raw TCP over as many streams, WEFT_NET_SOCKETS)\n");
+            "            compared with raw TCP over as many streams, WEFT_NET_SOCKETS)\n"
+            "  --vs mpi  device collectives: the same sweep through MPI in the same job, with the\n"
+            "            time ratio weft/MPI per size (host backend; builds with MPI; with --ranks N\n"
+            "            weft-perf starts itself under mpirun -np N)\n");
 }
 
 int main(int argc, char **argv)
@@ -232,32 +336,19 @@ int main(int argc, char **argv)
     opts_t o = {.min_bytes = 8, .max_bytes = 1 << 20, .factor = 2, .iters = 20, .warmup = 5, .check = 1, .reps = 7,
                 .dtype = WEFT_FLOAT32, .redop = WEFT_SUM, .transport = WEFT_TRANSPORT_IPC};
     weft_comm_config_t cfg = WEFT_COMM_CONFIG_INIT;
-    int nranks = 0, c;
+    int nranks = 0, c, rc, argc0 = argc;
+    char **argv0 = argv;
     const char *algo = NULL;
-    static const struct option longopts[] = {
-        {"ranks", required_argument, NULL, 'R'}, {"backend", required_argument, NULL, 'B'},
-        {"algo", required_argument, NULL, 'A'}, {"json", required_argument, NULL, 'J'},
-        {"plot", required_argument, NULL, 'P'}, {"transport", required_argument, NULL, 'T'},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-
     if (argc < 2) {
         usage(stderr);
         return 2;
     }
     while ((c = getopt_long(argc, argv, "+b:e:f:i:n:w:c:r:d:o:h", longopts, NULL)) != -1) {
         switch (c) {
-        case 'R': nranks = atoi(optarg); break;
-        case 'B': cfg.backend = optarg; break;
-        case 'A': algo = optarg; break;
-        case 'J': o.json = optarg; break;
-        case 'P': o.plot = optarg; break;
-        case 'T':
-            if (strcmp(optarg, "ipc") == 0)
-                o.transport = WEFT_TRANSPORT_IPC;
-            else if (strcmp(optarg, "ethernet") == 0)
-                o.transport = WEFT_TRANSPORT_ETHERNET;
-            else
-                goto bad;
+        case OPT_RANKS: case OPT_BACKEND: case OPT_ALGO: case OPT_JSON: case OPT_PLOT: case OPT_TRANSPORT:
+        case OPT_VS:
+            if ((rc = long_option(c, optarg, &o, &cfg, &nranks, &algo)) != 0)
+                return rc;
             break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -300,8 +391,13 @@ int main(int argc, char **argv)
         argc = nrest;
         argv = rest;
     }
-    while ((c = getopt(argc, argv, "b:e:f:i:n:w:c:r:d:o:R:z:")) != -1) {
+    while ((c = getopt_long(argc, argv, "b:e:f:i:n:w:c:r:d:o:R:z:", longopts, NULL)) != -1) {
         switch (c) {
+        case OPT_RANKS: case OPT_BACKEND: case OPT_ALGO: case OPT_JSON: case OPT_PLOT: case OPT_TRANSPORT:
+        case OPT_VS:
+            if ((rc = long_option(c, optarg, &o, &cfg, &nranks, &algo)) != 0)
+                return rc;
+            break;
         case 'b': if (!parse_size(optarg, &o.min_bytes)) goto bad; break;
         case 'e': if (!parse_size(optarg, &o.max_bytes)) goto bad; break;
         case 'f': o.factor = atof(optarg); if (o.factor <= 1) goto bad; break;
@@ -332,6 +428,18 @@ int main(int argc, char **argv)
         snprintf(spec, sizeof(spec), "%s:%s", o.name, algo);
         setenv("WEFT_ALGO", spec, 1);
     }
+    if (o.vs_mpi && o.kind != OP_COLL) {
+        fprintf(stderr, "weft-perf: --vs mpi compares the device collectives, not %s\n", o.name);
+        return 2;
+    }
+#ifdef WEFT_HAVE_MPI
+    if (o.vs_mpi && nranks > 0)
+        return rerun_under_mpirun(nranks, argc0, argv0);
+    if (o.vs_mpi)
+        return perf_mpi_run(&argc0, &argv0, &cfg, coll_rank, &o);
+#else
+    (void)argc0, (void)argv0;
+#endif
     if (o.kind == OP_P2P)
         return tool_run_ranks(nranks, &cfg, p2p_rank, &o, 5000);
     if (o.kind == OP_COLL)
