@@ -8,6 +8,7 @@
 #include "sock.h"
 #include "weft.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -27,10 +28,28 @@ static void print_algo(const char *coll, const char *name, const char *help, voi
     printf("  %-14s %-8s %s\n", coll, name, help);
 }
 
+static void print_rule(const char *platform, const char *coll, int min_ranks, int max_ranks, uint64_t max_bytes,
+                       const char *algo, void *arg)
+{
+    char ranks[32], bytes[32];
+    (void)arg;
+    if (!min_ranks && !max_ranks)
+        snprintf(ranks, sizeof(ranks), "any");
+    else
+        snprintf(ranks, sizeof(ranks), "%d..%s%.0d", min_ranks ? min_ranks : 1, max_ranks ? "" : "", max_ranks);
+    if (max_bytes == UINT64_MAX)
+        snprintf(bytes, sizeof(bytes), "any");
+    else
+        snprintf(bytes, sizeof(bytes), "<= %llu", (unsigned long long)max_bytes);
+    printf("  %-8s %-14s ranks %-8s bytes %-10s -> %s\n", platform, coll, ranks, bytes, algo);
+}
+
 static int print_algorithms(void)
 {
-    printf("collective algorithms, in order of preference (WEFT_ALGO=collective:name forces one):\n");
+    printf("collective algorithms, in registry order (WEFT_ALGO=collective:name forces one):\n");
     weft_coll_list_algorithms(print_algo, NULL);
+    printf("selection table (first matching rule the communicator admits; then registry order):\n");
+    weft_coll_list_table(print_rule, NULL);
     return 0;
 }
 

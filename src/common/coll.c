@@ -79,6 +79,14 @@ void weft_coll_list_algorithms(void (*fn)(const char *coll, const char *name, co
         fn(coll_names[algos[i].coll], algos[i].name, algos[i].help, arg);
 }
 
+static const weft_algo_t *find_algo(weft_coll_t c, const char *name)
+{
+    for (size_t i = 0; i < WEFT_ARRAY_SIZE(algos); i++)
+        if (algos[i].coll == c && strcmp(algos[i].name, name) == 0)
+            return &algos[i];
+    return NULL;
+}
+
 /* WEFT_ALGO=coll:name,...: the override of each collective, or NULL.
  * Parsed once per process, not on every call. An override naming no
  * algorithm of its collective is reported once and ignored. */
@@ -95,18 +103,12 @@ static void overrides_parse(void)
     for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         char *colon = strchr(tok, ':');
         int c;
-        size_t i;
         if (!colon)
             continue;
         *colon = '\0';
         if ((c = weft_coll_from_name(tok)) < 0)
             continue;
-        for (i = 0; i < WEFT_ARRAY_SIZE(algos); i++)
-            if ((int)algos[i].coll == c && strcmp(algos[i].name, colon + 1) == 0)
-                break;
-        if (i < WEFT_ARRAY_SIZE(algos))
-            overrides[c] = &algos[i];
-        else
+        if ((overrides[c] = find_algo((weft_coll_t)c, colon + 1)) == NULL)
             weft_warn(WEFT_SUB_COLL, "WEFT_ALGO names no %s algorithm '%s'; ignored", tok, colon + 1);
     }
 }
@@ -130,11 +132,18 @@ static int admits(const weft_comm_t *comm, const weft_algo_t *a, uint64_t bytes)
            (!a->one_host || comm->local_size == comm->nranks);
 }
 
+/* WEFT_ALGO, then the platform's selection table (coll_table.c), then the
+ * registry's order; each only if the communicator admits the algorithm. */
 static const weft_algo_t *select_algo(weft_comm_t *comm, weft_coll_t c, uint64_t bytes)
 {
     const weft_algo_t *o = algo_override(c);
+    const char *name;
+    size_t pos = 0;
     if (o && admits(comm, o, bytes))
         return o;
+    while ((name = weft_coll_table_next(comm->gpu->name, c, comm->nranks, bytes, &pos)) != NULL)
+        if ((o = find_algo(c, name)) != NULL && admits(comm, o, bytes))
+            return o;
     for (size_t i = 0; i < WEFT_ARRAY_SIZE(algos); i++)
         if (algos[i].coll == c && admits(comm, &algos[i], bytes))
             return &algos[i];

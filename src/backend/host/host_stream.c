@@ -5,6 +5,13 @@
  * worker, blocks 1.. on the stream's block pool, created with the stream,
  * so a launch never creates a thread. All blocks of a launch run at once,
  * because kernel bodies may wait on each other.
+ *
+ * Hand-off: tail (enqueuer) and completed (worker) are written under the
+ * lock but also read without it (release/acquire), so that the worker and
+ * a synchronising caller can poll a short while before sleeping; each
+ * side signals a condition only when the other side sleeps on it (counted
+ * under the lock, so no wake-up is lost). Back-to-back small collectives
+ * then cost no futex calls.
  */
 #include "config.h"
 #include "host.h"
@@ -12,6 +19,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,12 +39,20 @@ typedef struct {
     _Alignas(16) unsigned char args[ARGS_MAX];
 } op_t;
 
+/* Polls before sleeping: a few yields, short next to a futex wake-up. */
+#define POLL_SPINS 64
+
 struct weft_gpu_stream {
     pthread_mutex_t lock;
-    pthread_cond_t changed;      /* queue or completion changed */
+    pthread_cond_t work;         /* the worker sleeps here: queue empty */
+    pthread_cond_t space;        /* enqueuers sleep here: queue full; woken at half empty */
+    pthread_cond_t done;         /* synchronising callers sleep here */
+    int worker_asleep;           /* under lock */
+    int space_waiters, sync_waiters; /* under lock */
+    uint64_t sync_target;        /* under lock: the smallest seq a sleeping sync waits for */
     op_t ops[QUEUE_LEN];         /* ring: [head, tail) */
-    uint64_t head, tail;
-    uint64_t submitted, completed; /* sequence numbers of ops */
+    uint64_t head, tail;         /* tail also read without the lock */
+    uint64_t submitted, completed; /* sequence numbers of ops; completed also read without the lock */
     int stop;
     pthread_t worker;
 
@@ -129,17 +145,38 @@ static void *stream_main(void *arg)
     weft_gpu_stream_t *s = arg;
     pthread_mutex_lock(&s->lock);
     for (;;) {
-        while (!s->stop && s->head == s->tail)
-            pthread_cond_wait(&s->changed, &s->lock);
+        if (!s->stop && s->head == s->tail) {
+            /* poll a little for the next op before sleeping */
+            uint64_t head = s->head;
+            pthread_mutex_unlock(&s->lock);
+            for (unsigned i = 0; i < POLL_SPINS && __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE) == head &&
+                                 !__atomic_load_n(&s->stop, __ATOMIC_RELAXED);
+                 i++)
+                sched_yield();
+            pthread_mutex_lock(&s->lock);
+        }
+        while (!s->stop && s->head == s->tail) {
+            s->worker_asleep = 1;
+            pthread_cond_wait(&s->work, &s->lock);
+            s->worker_asleep = 0;
+        }
         if (s->head == s->tail && s->stop)
             break;
         op_t *op = &s->ops[s->head % QUEUE_LEN];
         pthread_mutex_unlock(&s->lock);
         execute(s, op);
         pthread_mutex_lock(&s->lock);
-        s->completed = op->seq;
+        __atomic_store_n(&s->completed, op->seq, __ATOMIC_RELEASE);
         s->head++;
-        pthread_cond_broadcast(&s->changed);
+        /* wake an enqueuer only once half the ring is free, not per op:
+         * otherwise a caller far ahead and the worker wake each other for
+         * every op */
+        if (s->space_waiters && s->tail - s->head <= QUEUE_LEN / 2)
+            pthread_cond_broadcast(&s->space);
+        if (s->sync_waiters && s->completed >= s->sync_target) {
+            s->sync_target = UINT64_MAX; /* the woken that still wait set it again */
+            pthread_cond_broadcast(&s->done);
+        }
     }
     pthread_mutex_unlock(&s->lock);
     return NULL;
@@ -165,7 +202,10 @@ weft_status_t weft_host_stream_create(weft_gpu_ctx_t *ctx, weft_gpu_stream_t **o
     if (!s)
         return WEFT_ERR_NO_MEMORY;
     pthread_mutex_init(&s->lock, NULL);
-    pthread_cond_init(&s->changed, NULL);
+    pthread_cond_init(&s->work, NULL);
+    pthread_cond_init(&s->done, NULL);
+    pthread_cond_init(&s->space, NULL);
+    s->sync_target = UINT64_MAX;
     pthread_mutex_init(&s->plock, NULL);
     pthread_cond_init(&s->pdone, NULL);
     s->npool = ctx->max_blocks - 1;
@@ -206,13 +246,15 @@ weft_status_t weft_host_stream_destroy(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *s
 {
     (void)ctx;
     pthread_mutex_lock(&s->lock);
-    s->stop = 1; /* the worker drains what is queued, then exits */
-    pthread_cond_broadcast(&s->changed);
+    __atomic_store_n(&s->stop, 1, __ATOMIC_RELAXED); /* the worker drains what is queued, then exits */
+    pthread_cond_signal(&s->work);
     pthread_mutex_unlock(&s->lock);
     pthread_join(s->worker, NULL);
     stop_pool(s, s->npool);
     pthread_mutex_destroy(&s->lock);
-    pthread_cond_destroy(&s->changed);
+    pthread_cond_destroy(&s->work);
+    pthread_cond_destroy(&s->done);
+    pthread_cond_destroy(&s->space);
     pthread_mutex_destroy(&s->plock);
     for (unsigned k = 0; k < s->npool; k++)
         pthread_cond_destroy(&s->pstart[k]);
@@ -227,8 +269,11 @@ weft_status_t weft_host_stream_destroy(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *s
 static op_t *enqueue_begin(weft_gpu_stream_t *s)
 {
     pthread_mutex_lock(&s->lock);
-    while (s->tail - s->head >= QUEUE_LEN)
-        pthread_cond_wait(&s->changed, &s->lock);
+    while (s->tail - s->head >= QUEUE_LEN) {
+        s->space_waiters++;
+        pthread_cond_wait(&s->space, &s->lock);
+        s->space_waiters--;
+    }
     op_t *op = &s->ops[s->tail % QUEUE_LEN];
     op->seq = ++s->submitted;
     return op;
@@ -236,8 +281,10 @@ static op_t *enqueue_begin(weft_gpu_stream_t *s)
 
 static void enqueue_end(weft_gpu_stream_t *s)
 {
-    s->tail++;
-    pthread_cond_broadcast(&s->changed);
+    /* release: the op's contents before the worker's unlocked poll sees it */
+    __atomic_store_n(&s->tail, s->tail + 1, __ATOMIC_RELEASE);
+    if (s->worker_asleep)
+        pthread_cond_signal(&s->work);
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -246,8 +293,20 @@ weft_status_t weft_host_stream_sync(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *s)
     (void)ctx;
     pthread_mutex_lock(&s->lock);
     uint64_t target = s->submitted;
-    while (s->completed < target)
-        pthread_cond_wait(&s->changed, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+    for (unsigned i = 0; i < POLL_SPINS; i++) {
+        if (__atomic_load_n(&s->completed, __ATOMIC_ACQUIRE) >= target)
+            return WEFT_OK;
+        sched_yield();
+    }
+    pthread_mutex_lock(&s->lock);
+    while (s->completed < target) {
+        if (target < s->sync_target)
+            s->sync_target = target;
+        s->sync_waiters++;
+        pthread_cond_wait(&s->done, &s->lock);
+        s->sync_waiters--;
+    }
     pthread_mutex_unlock(&s->lock);
     return WEFT_OK;
 }
@@ -317,8 +376,6 @@ weft_status_t weft_host_event_query(weft_gpu_ctx_t *ctx, weft_gpu_event_t *e)
     (void)ctx;
     if (!e->stream)
         return WEFT_OK;
-    pthread_mutex_lock(&e->stream->lock);
-    done = e->stream->completed;
-    pthread_mutex_unlock(&e->stream->lock);
+    done = __atomic_load_n(&e->stream->completed, __ATOMIC_ACQUIRE);
     return done >= e->seq ? WEFT_OK : WEFT_INPROGRESS;
 }

@@ -1,0 +1,61 @@
+/*
+ * The selection table: per platform (the GPU backend a communicator runs
+ * on), which algorithm of the registry (coll.c) each collective uses, by
+ * rank count and message size. The first rule that matches the call and
+ * whose algorithm the communicator admits (capabilities, rank layout,
+ * packet slots) wins; a call no rule picks for uses the registry's order.
+ * WEFT_ALGO overrides both.
+ *
+ * The sizes are crossover points measured with weft-perf --algo on each
+ * platform (host: 2 cores, ranks oversubscribing them; cuda: H200, ranks as
+ * processes under MPS). A rule with platform "*" applies everywhere.
+ */
+#include "config.h"
+#include "coll.h"
+
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+    const char *platform;
+    weft_coll_t coll;
+    int min_ranks, max_ranks; /* 0: no bound */
+    uint64_t max_bytes;       /* the call's total bytes, inclusive */
+    const char *algo;
+} coll_rule_t;
+
+static const coll_rule_t rules[] = {
+    /* host: LL packets cost an atomic store and a poll per 8 bytes, and
+     * ranks share cores: the one-shot wins only while the message is tiny
+     * (2 ranks: up to 16 KiB, 4 ranks: ~1 KiB, 8 ranks: ~512 B). */
+    {"host", WEFT_COLL_ALLREDUCE, 0, 2, 16384, "packet"},
+    {"host", WEFT_COLL_ALLREDUCE, 3, 4, 1024, "packet"},
+    {"host", WEFT_COLL_ALLREDUCE, 5, 0, 512, "packet"},
+    {"host", WEFT_COLL_ALLREDUCE, 0, 0, UINT64_MAX, "rsag"},
+    /* GPUs: the one-shot up to the packet slots (WEFT_COLL_PACKET_MAX_BYTES) */
+    {"cuda", WEFT_COLL_ALLREDUCE, 0, 0, 65536, "packet"},
+    {"hip", WEFT_COLL_ALLREDUCE, 0, 0, 65536, "packet"},
+    {"*", WEFT_COLL_ALLREDUCE, 0, 0, UINT64_MAX, "rsag"},
+};
+
+const char *weft_coll_table_next(const char *platform, weft_coll_t coll, int nranks, uint64_t bytes, size_t *pos)
+{
+    for (; *pos < sizeof(rules) / sizeof(rules[0]); (*pos)++) {
+        const coll_rule_t *r = &rules[*pos];
+        if (r->coll != coll || (strcmp(r->platform, "*") != 0 && strcmp(r->platform, platform) != 0) ||
+            (r->min_ranks && nranks < r->min_ranks) || (r->max_ranks && nranks > r->max_ranks) ||
+            bytes > r->max_bytes)
+            continue;
+        return rules[(*pos)++].algo;
+    }
+    return NULL;
+}
+
+void weft_coll_list_table(void (*fn)(const char *platform, const char *coll, int min_ranks, int max_ranks,
+                                     uint64_t max_bytes, const char *algo, void *arg),
+                          void *arg)
+{
+    for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++)
+        fn(rules[i].platform, weft_coll_name(rules[i].coll), rules[i].min_ranks, rules[i].max_ranks,
+           rules[i].max_bytes, rules[i].algo, arg);
+}
