@@ -372,7 +372,40 @@ WEFT_API weft_status_t weft_reduce(const void *sendbuf, void *recvbuf, size_t co
 /** count elements go from every rank to every rank (blocks of count). */
 WEFT_API weft_status_t weft_alltoall(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
                                      weft_comm_t *comm, weft_stream_t *stream);
+/**
+ * All-to-all with a count and a displacement (in elements) per rank:
+ * sendcounts[p] elements from sendbuf + sdispls[p] go to rank p, which
+ * receives them at recvbuf + rdispls[its p]; recvcounts[p] must equal what
+ * rank p sends here. Runs as a group of sends and receives (inside the
+ * caller's group, if one is open).
+ */
+WEFT_API weft_status_t weft_alltoallv(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
+                                      void *recvbuf, const size_t *recvcounts, const size_t *rdispls,
+                                      weft_dtype_t dtype, weft_comm_t *comm, weft_stream_t *stream);
 WEFT_API weft_status_t weft_barrier(weft_comm_t *comm, weft_stream_t *stream);
+
+/*
+ * Point-to-point, stream-ordered, with NCCL's group semantics. Outside a
+ * group each call runs alone (a send waits, on its stream, for the
+ * matching receive). Between weft_group_start() and weft_group_end()
+ * (nestable, per thread) calls are only checked and recorded; the
+ * outermost weft_group_end() issues them all as one operation per
+ * communicator, so a rank may send to and receive from any set of peers
+ * in one group without ordering them. A group's calls on one
+ * communicator must use one stream. Several sends to one peer in a group
+ * form one message (in call order), as do several receives; the byte
+ * counts must match the peer's (WEFT_CHECK_ARGS=1 compares them and names
+ * the peer; otherwise a mismatch can time out naming it). The first group
+ * that names a peer sets up the link to it (both ranks: pairwise,
+ * bounded). Bad arguments: WEFT_ERR_INVALID_ARGUMENT, nothing recorded.
+ * Collectives called inside a group are issued at the call.
+ */
+WEFT_API weft_status_t weft_group_start(void);
+WEFT_API weft_status_t weft_group_end(void);
+WEFT_API weft_status_t weft_send(const void *buf, size_t count, weft_dtype_t dtype, int peer, weft_comm_t *comm,
+                                 weft_stream_t *stream);
+WEFT_API weft_status_t weft_recv(void *buf, size_t count, weft_dtype_t dtype, int peer, weft_comm_t *comm,
+                                 weft_stream_t *stream);
 /** The algorithm the next call with these parameters would use. */
 WEFT_API weft_status_t weft_coll_algorithm(weft_comm_t *comm, const char *collective, size_t bytes,
                                            const char **name);
@@ -447,7 +480,8 @@ WEFT_API weft_status_t weft_memory_channel_destroy(weft_memory_channel_t *channe
 typedef struct weft_proxy weft_proxy_t;
 WEFT_API weft_status_t weft_proxy_create(weft_comm_t *comm, size_t fifo_size, weft_proxy_t **proxy);
 /** Makes a local registration or an imported peer registration addressable
- * by triggers; returns its id. Before weft_proxy_start. */
+ * by triggers; returns its id. Before or after weft_proxy_start (ids are
+ * only ever appended); not concurrently with another add on this proxy. */
 WEFT_API weft_status_t weft_proxy_add_memory(weft_proxy_t *proxy, weft_mem_t *mem, uint32_t *id);
 /** Makes a semaphore (and its connection) addressable; returns the channel id. */
 WEFT_API weft_status_t weft_proxy_add_semaphore(weft_proxy_t *proxy, weft_semaphore_t *sema, uint32_t *id);

@@ -50,6 +50,8 @@ static const weft_algo_t algos[] = {
      "pipelined chain of partial reductions ending at the root (ranks on several hosts)", 0},
     {WEFT_COLL_ALLTOALL, "mesh", 0, WEFT_CAP_IPC, "coll_alltoall_mesh", "every rank reads its block from every rank",
      1},
+    {WEFT_COLL_ALLTOALL, "direct", 0, 0, "coll_p2p",
+     "every block sent straight to its rank over a point-to-point link (ranks on several hosts)", 0},
     {WEFT_COLL_BARRIER, "mesh", 0, WEFT_CAP_IPC, "coll_barrier", "signal every peer, wait for every peer", 1},
     {WEFT_COLL_BARRIER, "ring", 0, 0, "coll_barrier_ring", "n - 1 empty steps round a ring (ranks on several hosts)",
      0},
@@ -258,8 +260,7 @@ static weft_status_t exchange(weft_comm_t *comm, weft_mem_t *local, weft_mem_t *
     return status;
 }
 
-/* Copies @p bytes from the host to device-visible memory. */
-static weft_status_t to_device(weft_comm_t *comm, void *dst, const void *src, size_t bytes)
+weft_status_t weft_comm_to_device(weft_comm_t *comm, void *dst, const void *src, size_t bytes)
 {
     weft_gpu_stream_t *s;
     weft_status_t status;
@@ -280,6 +281,13 @@ static weft_status_t to_device(weft_comm_t *comm, void *dst, const void *src, si
 static unsigned net_transport(void)
 {
     return strcmp(weft_param_str(WEFT_P_NET_TRANSPORT), "ib") == 0 ? WEFT_TRANSPORT_IB : WEFT_TRANSPORT_ETHERNET;
+}
+
+unsigned weft_coll_peer_transport(const weft_comm_t *comm, int peer)
+{
+    int same = memcmp(weft_bootstrap_hostid(comm->boot, peer), comm->hostid, WEFT_HOSTID_BYTES) == 0 &&
+               (comm->caps & WEFT_CAP_IPC);
+    return same ? WEFT_TRANSPORT_IPC : net_transport();
 }
 
 /*
@@ -305,9 +313,7 @@ static weft_status_t ring_setup(weft_comm_t *comm, struct weft_coll_ctx *x)
     r->peer[1] = next < prev ? prev : next;
     r->npeers = next == prev ? 1 : 2;
     for (int i = 0; i < r->npeers; i++) {
-        int same = memcmp(weft_bootstrap_hostid(comm->boot, r->peer[i]), comm->hostid, WEFT_HOSTID_BYTES) == 0 &&
-                   (comm->caps & WEFT_CAP_IPC);
-        via[i] = same ? WEFT_TRANSPORT_IPC : net_transport();
+        via[i] = weft_coll_peer_transport(comm, r->peer[i]);
         transports |= via[i];
     }
     /* Every neighbour on this host and the mesh set up: use its registration
@@ -356,7 +362,7 @@ static weft_status_t ring_setup(weft_comm_t *comm, struct weft_coll_ctx *x)
     }
     if ((status = weft_proxy_start(r->proxy)) != WEFT_OK ||
         (status = comm->gpu->mem_alloc(comm->gctx, sizeof(h), 0, &r->handles)) != WEFT_OK ||
-        (status = to_device(comm, r->handles.ptr, h, sizeof(h))) != WEFT_OK)
+        (status = weft_comm_to_device(comm, r->handles.ptr, h, sizeof(h))) != WEFT_OK)
         goto err;
     weft_debug(WEFT_SUB_COLL, "rank %d: ring to rank %d (%s), from rank %d (%s)", comm->rank, next,
                via[r->peer[0] == next ? 0 : 1] == WEFT_TRANSPORT_IPC ? "ipc" : "net", prev,
@@ -436,7 +442,7 @@ shape:
     x->nthreads = (comm->caps & WEFT_CAP_CPU_ACCESS) ? 1 : 512;
     if (weft_param_int(WEFT_P_COLL_BLOCKS) > 0)
         x->nblocks = (unsigned)WEFT_MIN(weft_param_int(WEFT_P_COLL_BLOCKS), 64);
-    if (x->mesh && (status = to_device(comm, x->handles.ptr, tmp, 2 * hb)) != WEFT_OK)
+    if (x->mesh && (status = weft_comm_to_device(comm, x->handles.ptr, tmp, 2 * hb)) != WEFT_OK)
         goto err;
     free(tmp);
     /* No rank uses a peer's scratch before the peer has set it up. */
@@ -547,9 +553,13 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
         weft_error(WEFT_SUB_COLL, "%s: no algorithm for %zu bytes on backend %s%s", weft_coll_name(c->coll), bytes,
                    comm->gpu->name,
                    comm->local_size != comm->nranks
-                       ? " with ranks on several hosts (all but alltoall have one)"
+                       ? " with ranks on several hosts"
                        : "");
         return WEFT_ERR_UNSUPPORTED;
+    }
+    if (strcmp(algo->kernel, "coll_p2p") == 0) { /* links to every peer, set up pairwise (coll_p2p.c) */
+        weft_debug(WEFT_SUB_COLL, "%s of %zu bytes: %s", weft_coll_name(c->coll), bytes, algo->name);
+        return weft_p2p_alltoall(comm, stream, c->in, c->out, bytes);
     }
     /* Collective too: every rank picks the same algorithm for the same call. */
     if (!algo->one_host && !comm->coll->ring && (status = ring_setup(comm, comm->coll)) != WEFT_OK)

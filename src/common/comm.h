@@ -52,6 +52,7 @@ struct weft_comm {
     weft_dev_ctl_t *ctl_dev; /* device view of it */
     uint64_t *pair_seq;    /* per peer: pairwise setups done (tags) */
     struct weft_coll_ctx *coll; /* collectives' channels, set up on first use */
+    struct weft_p2p_ctx *p2p;   /* send/recv links (coll_p2p.c), set up on first use */
     weft_comm_net_t *net[WEFT_NET_COUNT]; /* guarded by lock */
 };
 
@@ -61,6 +62,15 @@ struct weft_stream {
 };
 
 void weft_coll_ctx_destroy(weft_comm_t *comm);
+void weft_p2p_ctx_destroy(weft_comm_t *comm);
+/* Copies @p bytes from the host to device-visible memory (synchronously). */
+weft_status_t weft_comm_to_device(weft_comm_t *comm, void *dst, const void *src, size_t bytes);
+/* The transport to reach @p peer: IPC on this host, else the network's. */
+unsigned weft_coll_peer_transport(const weft_comm_t *comm, int peer);
+/* All-to-all of @p bytes per rank over the point-to-point links (ranks on
+ * several hosts); arguments already checked. */
+weft_status_t weft_p2p_alltoall(weft_comm_t *comm, weft_stream_t *stream, const void *sendbuf, void *recvbuf,
+                                size_t bytes);
 
 /* comm_net.c: the provider of network transport @p idx, started on first
  * use (caller holds the lock); released by weft_comm_net_free. */

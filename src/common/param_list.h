@@ -52,6 +52,8 @@ WEFT_PARAM(CHECK_ARGS, "WEFT_CHECK_ARGS", INT, "0",
            "1: before each collective, compare counts, types and roots across ranks and name the odd one")
 WEFT_PARAM(COLL_BLOCKS, "WEFT_COLL_BLOCKS", INT, "0",
            "blocks per collective launch (0: one; more need every block resident at once)")
+WEFT_PARAM(P2P_SLOT_BYTES, "WEFT_P2P_SLOT_BYTES", INT, "262144",
+           "send/recv and all-to-all across hosts: bytes of one chunk (a link buffer holds 4; 4 KiB .. 64 MiB)")
 WEFT_PARAM(NET_SOCKETS, "WEFT_NET_SOCKETS", INT, "2",
            "ethernet: TCP sockets per connection (1..16); writes are striped over them")
 WEFT_PARAM(NET_CHUNK_BYTES, "WEFT_NET_CHUNK_BYTES", INT, "524288",

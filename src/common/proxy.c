@@ -32,7 +32,7 @@ struct weft_proxy {
     weft_gpu_alloc_t head_alloc;
     uint64_t size;
     weft_mem_t *mems[WEFT_TRIGGER_MAX_MEM + 1];
-    uint32_t nmems;
+    uint32_t nmems;  /* appended while the thread runs: entry first, then the count (release) */
     weft_semaphore_t *chans[WEFT_TRIGGER_MAX_CHANNEL + 1];
     uint32_t base_src[WEFT_TRIGGER_MAX_CHANNEL + 1], base_dst[WEFT_TRIGGER_MAX_CHANNEL + 1];
     uint32_t nchans;
@@ -52,8 +52,9 @@ static weft_status_t execute(weft_proxy_t *p, uint64_t w0, uint64_t w1)
     weft_connection_t *c;
     weft_status_t status = WEFT_OK;
 
-    if (ch >= p->nchans) {
-        weft_error(WEFT_SUB_PROXY, "rank %d proxy: trigger names channel %u of %u", p->comm->rank, ch, p->nchans);
+    uint32_t nchans = __atomic_load_n(&p->nchans, __ATOMIC_ACQUIRE), nmems;
+    if (ch >= nchans) {
+        weft_error(WEFT_SUB_PROXY, "rank %d proxy: trigger names channel %u of %u", p->comm->rank, ch, nchans);
         return WEFT_ERR_INVALID_ARGUMENT;
     }
     s = p->chans[ch];
@@ -69,9 +70,10 @@ static weft_status_t execute(weft_proxy_t *p, uint64_t w0, uint64_t w1)
         uint64_t src_off = (uint64_t)p->base_src[ch] << 32 | (w0 >> 32);
         uint64_t dst_off = (uint64_t)p->base_dst[ch] << 32 | (w1 & 0xffffffffull);
         p->base_src[ch] = p->base_dst[ch] = 0;
-        if (dst_id >= p->nmems || src_id >= p->nmems) {
+        nmems = __atomic_load_n(&p->nmems, __ATOMIC_ACQUIRE);
+        if (dst_id >= nmems || src_id >= nmems) {
             weft_error(WEFT_SUB_PROXY, "rank %d proxy: trigger names memory %u/%u of %u", p->comm->rank, src_id,
-                       dst_id, p->nmems);
+                       dst_id, nmems);
             return WEFT_ERR_INVALID_ARGUMENT;
         }
         status = c->ops->write(c, p->mems[dst_id], dst_off, p->mems[src_id], src_off, size);
@@ -207,27 +209,30 @@ err_free:
 
 weft_status_t weft_proxy_add_memory(weft_proxy_t *p, weft_mem_t *mem, uint32_t *id)
 {
-    if (!p || !mem || !id || p->running)
+    if (!p || !mem || !id)
         return WEFT_ERR_INVALID_ARGUMENT;
     if (p->nmems >= WEFT_TRIGGER_MAX_MEM) {
         weft_error(WEFT_SUB_PROXY, "proxy: at most %u memories", WEFT_TRIGGER_MAX_MEM);
         return WEFT_ERR_INVALID_ARGUMENT;
     }
+    /* the thread may be running: it reads the entry only once the count covers it */
     p->mems[p->nmems] = mem;
-    *id = p->nmems++;
+    *id = p->nmems;
+    __atomic_store_n(&p->nmems, p->nmems + 1, __ATOMIC_RELEASE);
     return WEFT_OK;
 }
 
 weft_status_t weft_proxy_add_semaphore(weft_proxy_t *p, weft_semaphore_t *s, uint32_t *id)
 {
-    if (!p || !s || !id || p->running || s->comm != p->comm)
+    if (!p || !s || !id || s->comm != p->comm)
         return WEFT_ERR_INVALID_ARGUMENT;
     if (p->nchans > WEFT_TRIGGER_MAX_CHANNEL) {
         weft_error(WEFT_SUB_PROXY, "proxy: at most %u channels", WEFT_TRIGGER_MAX_CHANNEL + 1);
         return WEFT_ERR_INVALID_ARGUMENT;
     }
     p->chans[p->nchans] = s;
-    *id = p->nchans++;
+    *id = p->nchans;
+    __atomic_store_n(&p->nchans, p->nchans + 1, __ATOMIC_RELEASE);
     return WEFT_OK;
 }
 

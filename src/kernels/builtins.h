@@ -9,6 +9,7 @@
 
 #include "collectives.h"
 #include "coll_ring.h"
+#include "coll_p2p.h"
 #include "p2p.h"
 
 #define WEFT_BUILTIN_KERNELS(X)                                                                                    \
@@ -30,6 +31,7 @@
     X(coll_broadcast_ring, weft_coll_broadcast_ring, weft_coll_args_t)                                             \
     X(coll_reduce_ring, weft_coll_reduce_ring, weft_coll_args_t)                                                   \
     X(coll_barrier_ring, weft_coll_barrier_ring, weft_coll_args_t)                                                 \
-    X(coll_reduce_scatter_ring, weft_coll_reduce_scatter_ring, weft_coll_args_t)
+    X(coll_reduce_scatter_ring, weft_coll_reduce_scatter_ring, weft_coll_args_t)                                   \
+    X(coll_p2p, weft_coll_p2p, weft_coll_args_t)
 
 #endif

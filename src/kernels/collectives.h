@@ -57,6 +57,9 @@ typedef struct {
     uint64_t *gbar;   /* grid barrier: [0] arrivals, [1] generation (device memory) */
     weft_port_channel_dev_t *pc; /* ring algorithms: the 4 handles of coll_ring.h */
     uint64_t ring_slot;          /* ring algorithms: bytes of one scratch slot */
+    const struct weft_p2p_desc_s *p2p;   /* point-to-point (coll_p2p.h): the group */
+    weft_port_channel_dev_t *p2p_pc;     /* [2 * nranks]: DATA and ACK of the link to each peer */
+    uint64_t p2p_slot;                   /* bytes of one link-buffer slot */
 } weft_coll_args_t;
 
 /* Every block of this launch has reached this point, and the writes of

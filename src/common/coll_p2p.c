@@ -1,0 +1,592 @@
+/*
+ * Point-to-point: weft_send/weft_recv with group semantics, all-to-allv,
+ * and all-to-all when the ranks are on several hosts, all run by one
+ * kernel (src/kernels/coll_p2p.h, which describes the protocol).
+ *
+ * Links are set up on first use, pairwise, when a group first names a
+ * peer: both ranks of the pair reach that point in their matching groups,
+ * and each rank sets up its missing links in ascending peer order (a
+ * global order, so no cycle of ranks can wait on each other). A link is a
+ * connection (IPC on this host, the network elsewhere), two semaphores
+ * (DATA, ACK), a link buffer of 4 slots registered for that transport and
+ * the peer's imported, and two port channels on the communicator's
+ * point-to-point proxy.
+ *
+ * A group is handed to the kernel as a descriptor in device-visible
+ * host-mapped memory, from a ring of P2P_NDESC; the kernel stores the
+ * group's sequence number into it as it ends, and a descriptor is rewritten
+ * only after that (bounded by the device timeout).
+ */
+#include "config.h"
+#include "coll.h"
+#include "comm.h"
+#include "coll_p2p.h"
+#include "kernels.h"
+#include "log.h"
+#include "param.h"
+#include "semaphore.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define P2P_NDESC 8
+
+typedef struct {
+    int up;
+    weft_connection_t *conn;
+    weft_semaphore_t *data, *ack;
+    void *buf;            /* 4 slots: staging 0-1, landing 2-3 */
+    weft_mem_t *mem, *rmem;
+} p2p_link_t;
+
+struct weft_p2p_ctx {
+    weft_proxy_t *proxy;
+    uint64_t slot;
+    p2p_link_t *links;          /* [nranks] */
+    weft_gpu_alloc_t handles;   /* [2 * nranks] port channel handles, device memory */
+    weft_gpu_alloc_t gbar;      /* the kernel's grid barrier words */
+    char *desc_host, *desc_dev; /* P2P_NDESC descriptors of desc_bytes */
+    size_t desc_bytes;
+    uint32_t max_streams, max_segs;
+    uint64_t seq;               /* groups launched */
+    unsigned nblocks, nthreads;
+};
+
+/* A recorded send or receive. */
+typedef struct {
+    weft_comm_t *comm;
+    weft_stream_t *stream;
+    int peer, send;
+    char *ptr;
+    uint64_t bytes;
+} p2p_op_t;
+
+/* ---------------------------------------------------------------- */
+/* Context and links                                                 */
+/* ---------------------------------------------------------------- */
+
+static void link_destroy(p2p_link_t *l, weft_comm_t *comm)
+{
+    if (l->data)
+        weft_semaphore_destroy(l->data);
+    if (l->ack)
+        weft_semaphore_destroy(l->ack);
+    if (l->conn)
+        weft_connection_destroy(l->conn);
+    if (l->rmem)
+        weft_mem_deregister(l->rmem);
+    if (l->mem)
+        weft_mem_deregister(l->mem);
+    if (l->buf)
+        weft_mem_free(comm, l->buf);
+    memset(l, 0, sizeof(*l));
+}
+
+void weft_p2p_ctx_destroy(weft_comm_t *comm)
+{
+    struct weft_p2p_ctx *x = comm->p2p;
+    if (!x)
+        return;
+    /* the proxy first: it must not touch a link being torn down */
+    if (x->proxy)
+        weft_proxy_destroy(x->proxy);
+    for (int p = 0; x->links && p < comm->nranks; p++)
+        link_destroy(&x->links[p], comm);
+    if (x->handles.ptr)
+        comm->gpu->mem_free(comm->gctx, &x->handles);
+    if (x->gbar.ptr)
+        comm->gpu->mem_free(comm->gctx, &x->gbar);
+    if (x->desc_host)
+        comm->gpu->host_free(comm->gctx, x->desc_host);
+    free(x->links);
+    free(x);
+    comm->p2p = NULL;
+}
+
+/* Local: nothing is exchanged until a link is set up. */
+static weft_status_t ctx_setup(weft_comm_t *comm)
+{
+    struct weft_p2p_ctx *x = calloc(1, sizeof(*x));
+    int n = comm->nranks;
+    weft_status_t status = WEFT_ERR_NO_MEMORY;
+    if (!x)
+        return status;
+    comm->p2p = x;
+    x->slot = (uint64_t)WEFT_MIN(WEFT_MAX(weft_param_int(WEFT_P_P2P_SLOT_BYTES), 4096L), 64L << 20) / 64 * 64;
+    x->max_streams = 2 * (uint32_t)n;
+    x->max_segs = 4 * (uint32_t)n + 64;
+    x->desc_bytes = (sizeof(weft_p2p_desc_t) + 63) / 64 * 64 + x->max_streams * sizeof(weft_p2p_stream_t) +
+                    x->max_segs * sizeof(weft_p2p_seg_t);
+    x->desc_bytes = (x->desc_bytes + 63) / 64 * 64;
+    x->nblocks = 1;
+    x->nthreads = (comm->caps & WEFT_CAP_CPU_ACCESS) ? 1 : 512;
+    if (!(x->links = calloc((size_t)n, sizeof(*x->links))) ||
+        (status = comm->gpu->mem_alloc(comm->gctx, 2 * (size_t)n * sizeof(weft_port_channel_dev_t), 0,
+                                       &x->handles)) != WEFT_OK ||
+        (status = comm->gpu->mem_alloc(comm->gctx, 64, WEFT_GPU_MEM_SYNC, &x->gbar)) != WEFT_OK ||
+        (status = comm->gpu->host_alloc_mapped(comm->gctx, P2P_NDESC * x->desc_bytes, (void **)&x->desc_host,
+                                               (void **)&x->desc_dev)) != WEFT_OK ||
+        (status = weft_proxy_create(comm, 0, &x->proxy)) != WEFT_OK ||
+        (status = weft_proxy_start(x->proxy)) != WEFT_OK) {
+        weft_p2p_ctx_destroy(comm);
+        return status == WEFT_OK ? WEFT_ERR_NO_MEMORY : status;
+    }
+    return WEFT_OK;
+}
+
+/* Pairwise with @p peer (which runs this for us at the same point). */
+static weft_status_t link_setup(weft_comm_t *comm, struct weft_p2p_ctx *x, int peer)
+{
+    p2p_link_t *l = &x->links[peer];
+    unsigned via = weft_coll_peer_transport(comm, peer);
+    size_t bytes = 4 * x->slot;
+    weft_mem_handle_t mine, theirs;
+    weft_port_channel_dev_t h[2];
+    uint32_t lid, rid, dch, ach;
+    uint64_t tag;
+    weft_status_t status;
+
+    if ((status = weft_mem_alloc(comm, bytes, &l->buf)) != WEFT_OK ||
+        (status = weft_mem_register(comm, l->buf, bytes, via, &l->mem)) != WEFT_OK ||
+        (status = weft_mem_serialize(l->mem, &mine)) != WEFT_OK)
+        goto err;
+    tag = weft_comm_pair_tag(comm, peer);
+    if ((status = weft_bootstrap_send_msg(comm->boot, peer, tag, &mine, sizeof(mine))) != WEFT_OK ||
+        (status = weft_bootstrap_recv_msg(comm->boot, peer, tag, &theirs, sizeof(theirs))) != WEFT_OK ||
+        (status = weft_mem_deserialize(comm, &theirs, &l->rmem)) != WEFT_OK ||
+        (status = weft_connection_create(comm, peer, via, &l->conn)) != WEFT_OK ||
+        (status = weft_semaphore_create(l->conn, &l->data)) != WEFT_OK ||
+        (status = weft_semaphore_create(l->conn, &l->ack)) != WEFT_OK ||
+        (status = weft_proxy_add_memory(x->proxy, l->mem, &lid)) != WEFT_OK ||
+        (status = weft_proxy_add_memory(x->proxy, l->rmem, &rid)) != WEFT_OK ||
+        (status = weft_proxy_add_semaphore(x->proxy, l->data, &dch)) != WEFT_OK ||
+        (status = weft_proxy_add_semaphore(x->proxy, l->ack, &ach)) != WEFT_OK ||
+        (status = weft_port_channel_device_handle(x->proxy, dch, rid, lid, &h[WEFT_P2P_DATA])) != WEFT_OK ||
+        (status = weft_port_channel_device_handle(x->proxy, ach, rid, lid, &h[WEFT_P2P_ACK])) != WEFT_OK ||
+        (status = weft_comm_to_device(comm, (weft_port_channel_dev_t *)x->handles.ptr + 2 * peer, h, sizeof(h))) !=
+            WEFT_OK)
+        goto err;
+    l->up = 1;
+    weft_debug(WEFT_SUB_COLL, "rank %d: point-to-point link to rank %d over %s", comm->rank, peer,
+               via == WEFT_TRANSPORT_IPC ? "ipc" : "the network");
+    return WEFT_OK;
+err:
+    weft_error(WEFT_SUB_COLL, "rank %d: setting up the point-to-point link to rank %d failed: %s", comm->rank, peer,
+               weft_status_string(status));
+    /* ids already added to the proxy stay (append-only) but name nothing a kernel uses */
+    link_destroy(l, comm);
+    return status;
+}
+
+/* ---------------------------------------------------------------- */
+/* Running a group                                                   */
+/* ---------------------------------------------------------------- */
+
+static long elapsed_ms(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* The next descriptor, once the kernel that last used it has ended. */
+static weft_status_t desc_acquire(weft_comm_t *comm, struct weft_p2p_ctx *x, char **host, char **dev)
+{
+    unsigned i = (unsigned)(x->seq % P2P_NDESC);
+    weft_p2p_desc_t *d = (weft_p2p_desc_t *)(x->desc_host + i * x->desc_bytes);
+    uint64_t want = x->seq >= P2P_NDESC ? x->seq - P2P_NDESC + 1 : 0; /* seq of its last use */
+    long limit = (long)(comm->ctl->timeout_ns / 1000000) + comm->op_timeout_ms;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (want && __atomic_load_n(&d->done, __ATOMIC_ACQUIRE) < want) {
+        weft_status_t async = WEFT_OK;
+        weft_comm_get_async_error(comm, &async);
+        if (__atomic_load_n(&comm->aborted, __ATOMIC_ACQUIRE))
+            return WEFT_ERR_ABORTED;
+        if (async != WEFT_OK)
+            return async;
+        if (elapsed_ms(&t0) > limit) {
+            weft_error(WEFT_SUB_COLL, "rank %d: point-to-point group %llu has not ended after %ld ms", comm->rank,
+                       (unsigned long long)want, limit);
+            return WEFT_ERR_TIMEOUT;
+        }
+        usleep(50);
+    }
+    *host = (char *)d;
+    *dev = x->desc_dev + i * x->desc_bytes;
+    return WEFT_OK;
+}
+
+static int cmp_peer_send(const void *pa, const void *pb)
+{
+    const p2p_op_t *a = *(p2p_op_t *const *)pa, *b = *(p2p_op_t *const *)pb;
+    if (a->peer != b->peer)
+        return a->peer < b->peer ? -1 : 1;
+    if (a->send != b->send)
+        return a->send > b->send ? -1 : 1;
+    return a < b ? -1 : a > b; /* call order within a stream */
+}
+
+/* Sends to self matched with receives from self, in call order: copies. */
+static weft_status_t self_copies(weft_comm_t *comm, weft_stream_t *stream, p2p_op_t **ops, size_t n)
+{
+    size_t si = 0, ri = 0;
+    uint64_t soff = 0, roff = 0, sent = 0, got = 0;
+    weft_status_t status = WEFT_OK;
+    for (size_t i = 0; i < n; i++) {
+        if (ops[i]->peer != comm->rank)
+            continue;
+        if (ops[i]->send)
+            sent += ops[i]->bytes;
+        else
+            got += ops[i]->bytes;
+    }
+    if (sent != got) {
+        weft_error(WEFT_SUB_COLL, "rank %d: the group sends %llu bytes to itself but receives %llu", comm->rank,
+                   (unsigned long long)sent, (unsigned long long)got);
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    for (;;) {
+        while (si < n && (ops[si]->peer != comm->rank || !ops[si]->send || soff == ops[si]->bytes)) {
+            si++;
+            soff = 0;
+        }
+        while (ri < n && (ops[ri]->peer != comm->rank || ops[ri]->send || roff == ops[ri]->bytes)) {
+            ri++;
+            roff = 0;
+        }
+        if (si >= n || ri >= n)
+            break;
+        uint64_t len = WEFT_MIN(ops[si]->bytes - soff, ops[ri]->bytes - roff);
+        if (ops[ri]->ptr + roff != ops[si]->ptr + soff &&
+            (status = comm->gpu->memcpy_async(comm->gctx, ops[ri]->ptr + roff, ops[si]->ptr + soff, len,
+                                              stream->s)) != WEFT_OK)
+            return status;
+        soff += len;
+        roff += len;
+    }
+    return status;
+}
+
+/* WEFT_CHECK_ARGS=1: with every peer, the bytes each sends the other match
+ * what the other receives. Pairwise, in ascending peer order. */
+static weft_status_t check_sizes(weft_comm_t *comm, p2p_op_t **ops, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        int p = ops[i]->peer;
+        uint64_t mine[2] = {0, 0}, theirs[2];
+        size_t j = i;
+        for (; j < n && ops[j]->peer == p; j++)
+            mine[ops[j]->send ? 0 : 1] += ops[j]->bytes;
+        if (p != comm->rank) {
+            uint64_t tag = weft_comm_pair_tag(comm, p);
+            weft_status_t status = weft_bootstrap_send_msg(comm->boot, p, tag, mine, sizeof(mine));
+            if (status == WEFT_OK)
+                status = weft_bootstrap_recv_msg(comm->boot, p, tag, theirs, sizeof(theirs));
+            if (status != WEFT_OK)
+                return status;
+            if (theirs[0] != mine[1] || theirs[1] != mine[0]) {
+                weft_error(WEFT_SUB_COLL,
+                           "rank %d: send/recv with rank %d do not match: rank %d sends %llu bytes and receives "
+                           "%llu, rank %d sends %llu and receives %llu",
+                           comm->rank, p, comm->rank, (unsigned long long)mine[0], (unsigned long long)mine[1], p,
+                           (unsigned long long)theirs[0], (unsigned long long)theirs[1]);
+                return WEFT_ERR_INVALID_ARGUMENT;
+            }
+        }
+        i = j;
+    }
+    return WEFT_OK;
+}
+
+/* Runs one communicator's share of a group (all on @p stream). */
+static weft_status_t run_ops(weft_comm_t *comm, weft_stream_t *stream, p2p_op_t **ops, size_t n)
+{
+    struct weft_p2p_ctx *x;
+    weft_p2p_desc_t *d;
+    weft_p2p_stream_t *st;
+    weft_p2p_seg_t *seg;
+    char *host, *dev;
+    weft_coll_args_t a;
+    weft_gpu_launch_t l;
+    const weft_builtin_kernel_t *k = weft_builtin_find("coll_p2p");
+    weft_status_t status = WEFT_OK;
+    size_t kept = 0;
+
+    {
+        weft_status_t async = WEFT_OK;
+        weft_comm_get_async_error(comm, &async);
+        if (async != WEFT_OK) {
+            weft_error_note("send/recv: the communicator has failed (%s)", weft_status_string(async));
+            return async;
+        }
+    }
+    if (__atomic_load_n(&comm->aborted, __ATOMIC_ACQUIRE))
+        return WEFT_ERR_ABORTED;
+    /* zero-byte operations move nothing on either side */
+    for (size_t i = 0; i < n; i++)
+        if (ops[i]->bytes)
+            ops[kept++] = ops[i];
+    n = kept;
+    qsort(ops, n, sizeof(*ops), cmp_peer_send);
+    if (weft_param_int(WEFT_P_CHECK_ARGS) == 1 && (status = check_sizes(comm, ops, n)) != WEFT_OK)
+        return status;
+    if ((status = self_copies(comm, stream, ops, n)) != WEFT_OK)
+        return status;
+    /* streams to and from other ranks */
+    {
+        size_t nstreams = 0, nsegs = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (ops[i]->peer == comm->rank)
+                continue;
+            nsegs++;
+            if (i == 0 || ops[i - 1]->peer != ops[i]->peer || ops[i - 1]->send != ops[i]->send)
+                nstreams++;
+        }
+        if (nstreams == 0)
+            return WEFT_OK;
+        if (!comm->p2p && (status = ctx_setup(comm)) != WEFT_OK)
+            return status;
+        x = comm->p2p;
+        if (nsegs > x->max_segs) {
+            weft_error(WEFT_SUB_COLL, "rank %d: a group holds at most %u sends and receives per communicator (%zu)",
+                       comm->rank, x->max_segs, nsegs);
+            return WEFT_ERR_INVALID_ARGUMENT;
+        }
+    }
+    for (size_t i = 0; i < n; i++) /* ascending peers: pairwise set-ups in a global order */
+        if (ops[i]->peer != comm->rank && !x->links[ops[i]->peer].up &&
+            (status = link_setup(comm, x, ops[i]->peer)) != WEFT_OK)
+            return status;
+    if ((status = desc_acquire(comm, x, &host, &dev)) != WEFT_OK)
+        return status;
+    d = (weft_p2p_desc_t *)host;
+    memset(d, 0, sizeof(*d));
+    d->streams_off = (sizeof(weft_p2p_desc_t) + 63) / 64 * 64;
+    d->segs_off = d->streams_off + x->max_streams * sizeof(weft_p2p_stream_t);
+    st = (weft_p2p_stream_t *)(host + d->streams_off);
+    seg = (weft_p2p_seg_t *)(host + d->segs_off);
+    for (size_t i = 0; i < n; i++) {
+        const p2p_op_t *o = ops[i];
+        if (o->peer == comm->rank)
+            continue;
+        if (d->nstreams == 0 || st[d->nstreams - 1].peer != o->peer || st[d->nstreams - 1].send != (uint32_t)o->send) {
+            weft_p2p_stream_t *s = &st[d->nstreams++];
+            memset(s, 0, sizeof(*s));
+            s->peer = o->peer;
+            s->send = (uint32_t)o->send;
+            s->first_seg = d->nsegs;
+            s->lbuf = x->links[o->peer].buf;
+        }
+        seg[d->nsegs].ptr = o->ptr;
+        seg[d->nsegs].bytes = o->bytes;
+        st[d->nstreams - 1].nsegs++;
+        st[d->nstreams - 1].bytes += o->bytes;
+        d->nsegs++;
+    }
+    d->seq = ++x->seq;
+    __atomic_store_n(&d->done, 0, __ATOMIC_RELEASE);
+    memset(&a, 0, sizeof(a));
+    a.rank = comm->rank;
+    a.nranks = comm->nranks;
+    a.ctl = comm->ctl_dev;
+    a.gbar = (uint64_t *)x->gbar.ptr;
+    a.p2p = (const weft_p2p_desc_t *)dev;
+    a.p2p_pc = (weft_port_channel_dev_t *)x->handles.ptr;
+    a.p2p_slot = x->slot;
+    l.name = k->name;
+    l.host_fn = k->host_fn;
+    l.nblocks = x->nblocks;
+    l.nthreads = x->nthreads;
+    l.args = &a;
+    l.args_size = sizeof(a);
+    status = comm->gpu->launch(comm->gctx, &l, stream->s);
+    if (status != WEFT_OK) /* nothing will end this group: the descriptor is free again */
+        __atomic_store_n(&d->done, d->seq, __ATOMIC_RELEASE);
+    return status;
+}
+
+/* ---------------------------------------------------------------- */
+/* Groups and entry points                                           */
+/* ---------------------------------------------------------------- */
+
+/* This thread's open group: depth and recorded operations. */
+static __thread struct {
+    int depth;
+    p2p_op_t *ops;
+    size_t n, cap;
+} group;
+
+static void group_clear(void)
+{
+    free(group.ops);
+    group.ops = NULL;
+    group.n = group.cap = 0;
+}
+
+/* Runs recorded operations, communicator by communicator (in the order
+ * each first appears); the first error is returned, every share is run. */
+static weft_status_t run_recorded(p2p_op_t *ops, size_t n)
+{
+    weft_status_t first = WEFT_OK;
+    p2p_op_t **mine = calloc(n ? n : 1, sizeof(*mine));
+    char *done = calloc(n ? n : 1, 1);
+    if (!mine || !done) {
+        free(mine);
+        free(done);
+        return WEFT_ERR_NO_MEMORY;
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t m = 0;
+        weft_comm_t *comm = ops[i].comm;
+        weft_status_t status;
+        if (done[i])
+            continue;
+        for (size_t j = i; j < n; j++)
+            if (!done[j] && ops[j].comm == comm) {
+                mine[m++] = &ops[j];
+                done[j] = 1;
+            }
+        /* like the collectives, calls on one communicator are the caller's to serialize */
+        status = run_ops(comm, ops[i].stream, mine, m);
+        if (status != WEFT_OK && first == WEFT_OK)
+            first = status;
+    }
+    free(mine);
+    free(done);
+    return first;
+}
+
+/* Checks one operation; records it in the open group or runs it alone. */
+static weft_status_t p2p_call(const char *what, p2p_op_t *op, size_t count, weft_dtype_t dtype)
+{
+    size_t es = (unsigned)dtype < WEFT_DTYPE_COUNT ? weft_dtype_size(dtype) : 0, bytes;
+    if (!op->comm || !op->stream || op->stream->comm != op->comm || es == 0 || !weft_mul_size(count, es, &bytes) ||
+        op->peer < 0 || op->peer >= op->comm->nranks || (count && !op->ptr)) {
+        weft_error_note("%s: invalid arguments (peer %d, %zu elements, buffer %p)", what, op->peer, count,
+                        (void *)op->ptr);
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    op->bytes = bytes;
+    if (__atomic_load_n(&op->comm->aborted, __ATOMIC_ACQUIRE))
+        return WEFT_ERR_ABORTED;
+    if (group.depth == 0)
+        return run_recorded(op, 1);
+    for (size_t i = 0; i < group.n; i++)
+        if (group.ops[i].comm == op->comm && group.ops[i].stream != op->stream) {
+            weft_error_note("%s: a group's operations on one communicator must use one stream", what);
+            return WEFT_ERR_INVALID_ARGUMENT;
+        }
+    if (group.n == group.cap) {
+        size_t cap = group.cap ? 2 * group.cap : 16;
+        p2p_op_t *ops = realloc(group.ops, cap * sizeof(*ops));
+        if (!ops)
+            return WEFT_ERR_NO_MEMORY;
+        group.ops = ops;
+        group.cap = cap;
+    }
+    group.ops[group.n++] = *op;
+    return WEFT_OK;
+}
+
+weft_status_t weft_group_start(void)
+{
+    group.depth++;
+    return WEFT_OK;
+}
+
+weft_status_t weft_group_end(void)
+{
+    weft_status_t status;
+    if (group.depth == 0) {
+        weft_error_note("weft_group_end without weft_group_start");
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    if (--group.depth > 0)
+        return WEFT_OK;
+    status = run_recorded(group.ops, group.n);
+    group_clear();
+    return status;
+}
+
+weft_status_t weft_send(const void *buf, size_t count, weft_dtype_t dtype, int peer, weft_comm_t *comm,
+                        weft_stream_t *stream)
+{
+    p2p_op_t op = {comm, stream, peer, 1, (char *)buf, 0};
+    return p2p_call("weft_send", &op, count, dtype);
+}
+
+weft_status_t weft_recv(void *buf, size_t count, weft_dtype_t dtype, int peer, weft_comm_t *comm,
+                        weft_stream_t *stream)
+{
+    p2p_op_t op = {comm, stream, peer, 0, (char *)buf, 0};
+    return p2p_call("weft_recv", &op, count, dtype);
+}
+
+weft_status_t weft_alltoallv(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
+                             const size_t *recvcounts, const size_t *rdispls, weft_dtype_t dtype, weft_comm_t *comm,
+                             weft_stream_t *stream)
+{
+    size_t es = (unsigned)dtype < WEFT_DTYPE_COUNT ? weft_dtype_size(dtype) : 0, end;
+    weft_status_t status;
+    int n;
+    if (!comm || !stream || stream->comm != comm || es == 0 || !sendcounts || !sdispls || !recvcounts || !rdispls) {
+        weft_error_note("weft_alltoallv: invalid arguments");
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    n = comm->nranks;
+    /* every count and displacement first: nothing is recorded on bad input */
+    for (int p = 0; p < n; p++) {
+        if (!weft_add_size(sdispls[p], sendcounts[p], &end) || !weft_mul_size(end, es, &end) ||
+            !weft_add_size(rdispls[p], recvcounts[p], &end) || !weft_mul_size(end, es, &end) ||
+            (sendcounts[p] && !sendbuf) || (recvcounts[p] && !recvbuf)) {
+            weft_error_note("weft_alltoallv: rank %d's block (send %zu at %zu, receive %zu at %zu) is invalid", p,
+                            sendcounts[p], sdispls[p], recvcounts[p], rdispls[p]);
+            return WEFT_ERR_INVALID_ARGUMENT;
+        }
+    }
+    /* a group of its own, or part of the caller's */
+    weft_group_start();
+    status = WEFT_OK;
+    for (int p = 0; p < n && status == WEFT_OK; p++) {
+        status = weft_send((const char *)sendbuf + sdispls[p] * es, sendcounts[p], dtype, p, comm, stream);
+        if (status == WEFT_OK)
+            status = weft_recv((char *)recvbuf + rdispls[p] * es, recvcounts[p], dtype, p, comm, stream);
+    }
+    if (status != WEFT_OK && group.depth == 1) {
+        group_clear(); /* ours alone: nothing of it runs */
+        group.depth = 0;
+        return status;
+    }
+    {
+        weft_status_t end_status = weft_group_end();
+        return status != WEFT_OK ? status : end_status;
+    }
+}
+
+weft_status_t weft_p2p_alltoall(weft_comm_t *comm, weft_stream_t *stream, const void *sendbuf, void *recvbuf,
+                                size_t bytes)
+{
+    p2p_op_t *ops = calloc(2 * (size_t)comm->nranks, sizeof(*ops));
+    p2p_op_t **ptrs = calloc(2 * (size_t)comm->nranks, sizeof(*ptrs));
+    weft_status_t status;
+    size_t n = 0;
+    if (!ops || !ptrs) {
+        free(ops);
+        free(ptrs);
+        return WEFT_ERR_NO_MEMORY;
+    }
+    for (int p = 0; p < comm->nranks; p++) {
+        ops[n++] = (p2p_op_t){comm, stream, p, 1, (char *)sendbuf + (size_t)p * bytes, bytes};
+        ops[n++] = (p2p_op_t){comm, stream, p, 0, (char *)recvbuf + (size_t)p * bytes, bytes};
+    }
+    for (size_t i = 0; i < n; i++)
+        ptrs[i] = &ops[i];
+    status = run_ops(comm, stream, ptrs, n); /* the caller holds the communicator */
+    free(ops);
+    free(ptrs);
+    return status;
+}
