@@ -121,8 +121,11 @@ WEFT_DEVICE void weft_coll_p2p(const weft_kctx_t *k, void *args)
             uint64_t off = c * slot, n = s->bytes - off < slot ? s->bytes - off : slot;
             if (!s->send || c >= weft_p2p_chunks(s, slot))
                 continue;
-            if (c >= 2) /* the peer has consumed chunk c - 2: slot 'half' is free at both ends */
-                WEFT_P2P_LEAD(k, a, bad, weft_pc_wait(&pc[WEFT_P2P_ACK]));
+            /* the peer has consumed chunk c - 2: slot 'half' is free at both
+             * ends; the flush also orders the proxy's read of it (of that
+             * put) before our rewrite within this process */
+            if (c >= 2)
+                WEFT_P2P_LEAD(k, a, bad, weft_pc_wait(&pc[WEFT_P2P_ACK]) || weft_pc_flush(&pc[WEFT_P2P_DATA]));
             if (bad)
                 break;
             weft_p2p_copy(k, d, s, off, n, s->lbuf + half * slot, 1);
@@ -150,6 +153,7 @@ WEFT_DEVICE void weft_coll_p2p(const weft_kctx_t *k, void *args)
             continue;
         for (uint64_t c = nc > 2 ? nc - 2 : 0; c < nc && !bad; c++)
             WEFT_P2P_LEAD(k, a, bad, weft_pc_wait(&a->p2p_pc[2 * s->peer + WEFT_P2P_ACK]));
+        WEFT_P2P_LEAD(k, a, bad, weft_pc_flush(&a->p2p_pc[2 * s->peer + WEFT_P2P_DATA]));
     }
     /* the host reuses this descriptor once it reads seq here, failed or not */
     weft_coll_grid_sync(k, a);
