@@ -95,6 +95,15 @@ static weft_status_t call(bench_t *b, uint64_t count, int inplace)
         return weft_reduce(inplace ? r : s, r, count, b->t, b->op, b->o->root, b->comm, b->stream);
     case PERF_ALLTOALL:
         return weft_alltoall(s, r, count, b->t, b->comm, b->stream);
+    case PERF_SENDRECV: {
+        weft_status_t st, end;
+        weft_group_start();
+        st = weft_send(s, count, b->t, (b->rank + 1) % b->nranks, b->comm, b->stream);
+        if (st == WEFT_OK)
+            st = weft_recv(r, count, b->t, (b->rank + b->nranks - 1) % b->nranks, b->comm, b->stream);
+        end = weft_group_end();
+        return st != WEFT_OK ? st : end;
+    }
     }
     return WEFT_ERR_INVALID_ARGUMENT;
 }
@@ -158,6 +167,12 @@ static long checked_call(bench_t *b, uint64_t count, int inplace, weft_status_t 
     case PERF_ALLTOALL:
         for (uint64_t i = 0; i < n * count; i++) {
             collref_input(b->t, b->op, (int)(i / count), (uint64_t)b->rank * count + i % count, want);
+            wrong += memcmp(out + i * b->es, want, b->es) != 0;
+        }
+        break;
+    case PERF_SENDRECV:
+        for (uint64_t i = 0; i < count; i++) {
+            collref_input(b->t, b->op, (b->rank + b->nranks - 1) % b->nranks, i, want);
             wrong += memcmp(out + i * b->es, want, b->es) != 0;
         }
         break;
@@ -309,7 +324,7 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
         double us[2], mpi_us = 0;
         long wrong[2] = {0, 0};
         for (int inplace = 0; inplace < 2; inplace++) {
-            if (o->coll == PERF_ALLTOALL && inplace) {
+            if ((o->coll == PERF_ALLTOALL || o->coll == PERF_SENDRECV) && inplace) {
                 us[1] = 0;
                 wrong[1] = -1;
                 continue;
@@ -353,8 +368,8 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
                 fprintf(stderr, "\r%60s\r", "");
             printf("  %10zu %12llu %8s %6s %5d %10.2f %8.3f %8.3f %6ld", size, (unsigned long long)count,
                    dtype_names[b.t], op_names[b.op], o->root, us[0], alg[0], bus[0], o->check ? wrong[0] : -1L);
-            if (wrong[1] == -1 && o->coll == PERF_ALLTOALL)
-                printf(" %10s %8s %8s %6s\n", "n/a", "", "", "");
+            if (wrong[1] == -1 && (o->coll == PERF_ALLTOALL || o->coll == PERF_SENDRECV))
+                printf(" %10s %8s %8s %6s", "n/a", "", "", "");
             else
                 printf(" %10.2f %8.3f %8.3f %6ld", us[1], alg[1], bus[1], o->check ? wrong[1] : -1L);
             if (o->vs_mpi)

@@ -14,7 +14,8 @@ typedef enum {
     PERF_REDUCE_SCATTER,
     PERF_BROADCAST,
     PERF_REDUCE,
-    PERF_ALLTOALL
+    PERF_ALLTOALL,
+    PERF_SENDRECV /* each rank sends to rank + 1 and receives from rank - 1, as one group */
 } perf_coll_t;
 
 typedef struct {

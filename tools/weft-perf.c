@@ -30,7 +30,7 @@ static const struct {
 } device_collectives[] = {
     {"allreduce", PERF_ALLREDUCE}, {"allgather", PERF_ALLGATHER}, {"reducescatter", PERF_REDUCE_SCATTER},
     {"reduce_scatter", PERF_REDUCE_SCATTER}, {"broadcast", PERF_BROADCAST}, {"reduce", PERF_REDUCE},
-    {"alltoall", PERF_ALLTOALL},
+    {"alltoall", PERF_ALLTOALL}, {"sendrecv", PERF_SENDRECV},
 };
 
 static double now_us(void)
@@ -309,7 +309,7 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: weft-perf [--ranks N] [--backend NAME] [--algo NAME] [--json FILE] [--plot FILE.svg]\n"
             "                 OPERATION [options]\n"
-            "operations: allreduce, allgather, reducescatter, broadcast, reduce, alltoall\n"
+            "operations: allreduce, allgather, reducescatter, broadcast, reduce, alltoall, sendrecv\n"
             "            (device collectives; -b/-e are total sizes as in nccl-tests, default 8 B .. 16 MiB),\n"
             "            p2p (2 ranks: channel latencies and put bandwidth from -b to -e),\n"
             "            bootstrap-allgather, bootstrap-broadcast, bootstrap-barrier (host-side setup traffic)\n"
