@@ -9,13 +9,14 @@
  * global order, so no cycle of ranks can wait on each other). A link is a
  * connection (IPC on this host, the network elsewhere), two semaphores
  * (DATA, ACK), a link buffer of 4 slots registered for that transport and
- * the peer's imported, and two port channels on the communicator's
- * point-to-point proxy.
+ * the peer's imported, and two channels: memory channels on this host,
+ * port channels on the communicator's point-to-point proxy elsewhere.
  *
  * A group is handed to the kernel as a descriptor in device-visible
- * host-mapped memory, from a ring of P2P_NDESC; the kernel stores the
- * group's sequence number into it as it ends, and a descriptor is rewritten
- * only after that (bounded by the device timeout).
+ * host-mapped memory, from a ring of ndesc (4 .. 64, about 1 MiB in all);
+ * the kernel stores the group's sequence number into it as it ends, and a
+ * descriptor is rewritten only after that (bounded by the device
+ * timeout), so a caller may run that many groups ahead of the device.
  */
 #include "config.h"
 #include "coll.h"
@@ -29,10 +30,10 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
-#define P2P_NDESC 8
 
 typedef struct {
     int up;
@@ -40,6 +41,8 @@ typedef struct {
     weft_semaphore_t *data, *ack;
     void *buf;            /* 4 slots: staging 0-1, landing 2-3 */
     weft_mem_t *mem, *rmem;
+    int memch;            /* 1: memory channels (IPC), 0: port channels */
+    weft_memory_channel_t *mch[2]; /* DATA, ACK (memory channels) */
 } p2p_link_t;
 
 struct weft_p2p_ctx {
@@ -47,9 +50,11 @@ struct weft_p2p_ctx {
     uint64_t slot;
     p2p_link_t *links;          /* [nranks] */
     weft_gpu_alloc_t handles;   /* [2 * nranks] port channel handles, device memory */
+    weft_gpu_alloc_t mc_handles; /* [2 * nranks] memory channel handles, device memory */
     weft_gpu_alloc_t gbar;      /* the kernel's grid barrier words */
-    char *desc_host, *desc_dev; /* P2P_NDESC descriptors of desc_bytes */
+    char *desc_host, *desc_dev; /* ndesc descriptors of desc_bytes */
     size_t desc_bytes;
+    unsigned ndesc;
     uint32_t max_streams, max_segs;
     uint64_t seq;               /* groups launched */
     unsigned nblocks, nthreads;
@@ -70,6 +75,9 @@ typedef struct {
 
 static void link_destroy(p2p_link_t *l, weft_comm_t *comm)
 {
+    for (int i = 0; i < 2; i++)
+        if (l->mch[i])
+            weft_memory_channel_destroy(l->mch[i]);
     if (l->data)
         weft_semaphore_destroy(l->data);
     if (l->ack)
@@ -97,6 +105,8 @@ void weft_p2p_ctx_destroy(weft_comm_t *comm)
         link_destroy(&x->links[p], comm);
     if (x->handles.ptr)
         comm->gpu->mem_free(comm->gctx, &x->handles);
+    if (x->mc_handles.ptr)
+        comm->gpu->mem_free(comm->gctx, &x->mc_handles);
     if (x->gbar.ptr)
         comm->gpu->mem_free(comm->gctx, &x->gbar);
     if (x->desc_host)
@@ -121,16 +131,17 @@ static weft_status_t ctx_setup(weft_comm_t *comm)
     x->desc_bytes = (sizeof(weft_p2p_desc_t) + 63) / 64 * 64 + x->max_streams * sizeof(weft_p2p_stream_t) +
                     x->max_segs * sizeof(weft_p2p_seg_t);
     x->desc_bytes = (x->desc_bytes + 63) / 64 * 64;
+    x->ndesc = (unsigned)WEFT_MIN(WEFT_MAX((1u << 20) / x->desc_bytes, 4u), 64u);
     x->nblocks = 1;
     x->nthreads = (comm->caps & WEFT_CAP_CPU_ACCESS) ? 1 : 512;
     if (!(x->links = calloc((size_t)n, sizeof(*x->links))) ||
         (status = comm->gpu->mem_alloc(comm->gctx, 2 * (size_t)n * sizeof(weft_port_channel_dev_t), 0,
                                        &x->handles)) != WEFT_OK ||
+        (status = comm->gpu->mem_alloc(comm->gctx, 2 * (size_t)n * sizeof(weft_memory_channel_dev_t), 0,
+                                       &x->mc_handles)) != WEFT_OK ||
         (status = comm->gpu->mem_alloc(comm->gctx, 64, WEFT_GPU_MEM_SYNC, &x->gbar)) != WEFT_OK ||
-        (status = comm->gpu->host_alloc_mapped(comm->gctx, P2P_NDESC * x->desc_bytes, (void **)&x->desc_host,
-                                               (void **)&x->desc_dev)) != WEFT_OK ||
-        (status = weft_proxy_create(comm, 0, &x->proxy)) != WEFT_OK ||
-        (status = weft_proxy_start(x->proxy)) != WEFT_OK) {
+        (status = comm->gpu->host_alloc_mapped(comm->gctx, x->ndesc * x->desc_bytes, (void **)&x->desc_host,
+                                               (void **)&x->desc_dev)) != WEFT_OK) {
         weft_p2p_ctx_destroy(comm);
         return status == WEFT_OK ? WEFT_ERR_NO_MEMORY : status;
     }
@@ -159,8 +170,23 @@ static weft_status_t link_setup(weft_comm_t *comm, struct weft_p2p_ctx *x, int p
         (status = weft_mem_deserialize(comm, &theirs, &l->rmem)) != WEFT_OK ||
         (status = weft_connection_create(comm, peer, via, &l->conn)) != WEFT_OK ||
         (status = weft_semaphore_create(l->conn, &l->data)) != WEFT_OK ||
-        (status = weft_semaphore_create(l->conn, &l->ack)) != WEFT_OK ||
-        (status = weft_proxy_add_memory(x->proxy, l->mem, &lid)) != WEFT_OK ||
+        (status = weft_semaphore_create(l->conn, &l->ack)) != WEFT_OK)
+        goto err;
+    if (via == WEFT_TRANSPORT_IPC) {
+        /* the kernel writes the peer's landing slots itself */
+        weft_memory_channel_dev_t m[2];
+        if ((status = weft_memory_channel_create(l->data, l->rmem, l->mem, NULL, &l->mch[WEFT_P2P_DATA])) !=
+                WEFT_OK ||
+            (status = weft_memory_channel_create(l->ack, l->rmem, l->mem, NULL, &l->mch[WEFT_P2P_ACK])) != WEFT_OK ||
+            (status = weft_memory_channel_device_handle(l->mch[WEFT_P2P_DATA], &m[WEFT_P2P_DATA])) != WEFT_OK ||
+            (status = weft_memory_channel_device_handle(l->mch[WEFT_P2P_ACK], &m[WEFT_P2P_ACK])) != WEFT_OK ||
+            (status = weft_comm_to_device(comm, (weft_memory_channel_dev_t *)x->mc_handles.ptr + 2 * peer, m,
+                                          sizeof(m))) != WEFT_OK)
+            goto err;
+        l->memch = 1;
+    } else if ((!x->proxy && ((status = weft_proxy_create(comm, 0, &x->proxy)) != WEFT_OK ||
+                              (status = weft_proxy_start(x->proxy)) != WEFT_OK)) ||
+               (status = weft_proxy_add_memory(x->proxy, l->mem, &lid)) != WEFT_OK ||
         (status = weft_proxy_add_memory(x->proxy, l->rmem, &rid)) != WEFT_OK ||
         (status = weft_proxy_add_semaphore(x->proxy, l->data, &dch)) != WEFT_OK ||
         (status = weft_proxy_add_semaphore(x->proxy, l->ack, &ach)) != WEFT_OK ||
@@ -195,13 +221,17 @@ static long elapsed_ms(const struct timespec *t0)
 /* The next descriptor, once the kernel that last used it has ended. */
 static weft_status_t desc_acquire(weft_comm_t *comm, struct weft_p2p_ctx *x, char **host, char **dev)
 {
-    unsigned i = (unsigned)(x->seq % P2P_NDESC);
+    unsigned i = (unsigned)(x->seq % x->ndesc), spins = 0;
     weft_p2p_desc_t *d = (weft_p2p_desc_t *)(x->desc_host + i * x->desc_bytes);
-    uint64_t want = x->seq >= P2P_NDESC ? x->seq - P2P_NDESC + 1 : 0; /* seq of its last use */
+    uint64_t want = x->seq >= x->ndesc ? x->seq - x->ndesc + 1 : 0; /* seq of its last use */
     long limit = (long)(comm->ctl->timeout_ns / 1000000) + comm->op_timeout_ms;
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     while (want && __atomic_load_n(&d->done, __ATOMIC_ACQUIRE) < want) {
+        if (spins++ < 64) { /* usually a group ends within microseconds */
+            sched_yield();
+            continue;
+        }
         weft_status_t async = WEFT_OK;
         weft_comm_get_async_error(comm, &async);
         if (__atomic_load_n(&comm->aborted, __ATOMIC_ACQUIRE))
@@ -213,7 +243,7 @@ static weft_status_t desc_acquire(weft_comm_t *comm, struct weft_p2p_ctx *x, cha
                        (unsigned long long)want, limit);
             return WEFT_ERR_TIMEOUT;
         }
-        usleep(50);
+        usleep(20);
     }
     *host = (char *)d;
     *dev = x->desc_dev + i * x->desc_bytes;
@@ -380,6 +410,7 @@ static weft_status_t run_ops(weft_comm_t *comm, weft_stream_t *stream, p2p_op_t 
             s->send = (uint32_t)o->send;
             s->first_seg = d->nsegs;
             s->lbuf = x->links[o->peer].buf;
+            s->mem = (uint32_t)x->links[o->peer].memch;
         }
         seg[d->nsegs].ptr = o->ptr;
         seg[d->nsegs].bytes = o->bytes;
@@ -396,6 +427,7 @@ static weft_status_t run_ops(weft_comm_t *comm, weft_stream_t *stream, p2p_op_t 
     a.gbar = (uint64_t *)x->gbar.ptr;
     a.p2p = (const weft_p2p_desc_t *)dev;
     a.p2p_pc = (weft_port_channel_dev_t *)x->handles.ptr;
+    a.p2p_mc = (weft_memory_channel_dev_t *)x->mc_handles.ptr;
     a.p2p_slot = x->slot;
     l.name = k->name;
     l.host_fn = k->host_fn;

@@ -3,12 +3,17 @@
  * (weft_send/weft_recv between weft_group_start and weft_group_end), and
  * all-to-all(v) when the ranks are on several hosts.
  *
- * Each peer this rank exchanges with has a link (coll_p2p.c): a port
- * channel pair (DATA: puts with a signal, ACK: signals only) and a link
- * buffer on each side of four slots of p2p_slot bytes: two staging slots
- * (what this rank sends, 0 and 1) and two landing slots (what the peer
- * sends here, 2 and 3). A group's sends to one peer form one byte stream
- * (its buffers in call order), and so do its receives from one peer.
+ * Each peer this rank exchanges with has a link (coll_p2p.c): a channel
+ * pair (DATA: data with a signal, ACK: signals only) and a link buffer on
+ * each side of four slots of p2p_slot bytes: two staging slots (what this
+ * rank sends, 0 and 1) and two landing slots (what the peer sends here, 2
+ * and 3). Over the network the channels are port channels: the sender
+ * stages a chunk and the proxy puts it into the peer's landing slot. On
+ * one host they are memory channels: the sender copies straight from the
+ * user's buffer into the peer's landing slot (mapped) and signals, with
+ * no staging and no proxy. A group's sends to one peer form one byte
+ * stream (its buffers in call order), and so do its receives from one
+ * peer.
  *
  * The streams move in chunks of one slot, chunk i through slot i mod 2, in
  * lockstep steps: at step i every rank first sends chunk i of each of its
@@ -36,6 +41,8 @@ typedef struct {
     uint32_t nsegs;
     uint64_t bytes;     /* the sum of its buffers */
     char *lbuf;         /* this rank's link buffer for peer (device pointer) */
+    uint32_t mem;       /* 1: memory channels (a->p2p_mc), 0: port channels (a->p2p_pc) */
+    uint32_t reserved;
 } weft_p2p_stream_t;
 
 typedef struct {
@@ -102,6 +109,21 @@ WEFT_DEVICE void weft_p2p_copy(const weft_kctx_t *k, const weft_p2p_desc_t *d, c
         (bad) = weft_coll_grid_sync(k, a) || (bad);                                                                \
     } while (0)
 
+/* The link's channel operations, by kind; non-zero if a wait gave up. */
+WEFT_DEVICE int weft_p2p_wait(weft_coll_args_t *a, const weft_p2p_stream_t *s, int which)
+{
+    return s->mem ? weft_mc_wait(&a->p2p_mc[2 * s->peer + which]) : weft_pc_wait(&a->p2p_pc[2 * s->peer + which]);
+}
+
+WEFT_DEVICE int weft_p2p_ack(weft_coll_args_t *a, const weft_p2p_stream_t *s)
+{
+    if (s->mem) {
+        weft_mc_signal(&a->p2p_mc[2 * s->peer + WEFT_P2P_ACK]);
+        return 0;
+    }
+    return weft_pc_signal(&a->p2p_pc[2 * s->peer + WEFT_P2P_ACK]);
+}
+
 WEFT_DEVICE void weft_coll_p2p(const weft_kctx_t *k, void *args)
 {
     weft_coll_args_t *a = (weft_coll_args_t *)args;
@@ -118,31 +140,39 @@ WEFT_DEVICE void weft_coll_p2p(const weft_kctx_t *k, void *args)
         for (uint32_t i = 0; i < d->nstreams && !bad; i++) {
             const weft_p2p_stream_t *s = &st[i];
             weft_port_channel_dev_t *pc = &a->p2p_pc[2 * s->peer];
+            weft_memory_channel_dev_t *mc = &a->p2p_mc[2 * s->peer];
             uint64_t off = c * slot, n = s->bytes - off < slot ? s->bytes - off : slot;
             if (!s->send || c >= weft_p2p_chunks(s, slot))
                 continue;
             /* the peer has consumed chunk c - 2: slot 'half' is free at both
-             * ends; the flush also orders the proxy's read of it (of that
-             * put) before our rewrite within this process */
+             * ends; for a port channel the flush also orders the proxy's
+             * read of it (that put) before our rewrite within this process */
             if (c >= 2)
-                WEFT_P2P_LEAD(k, a, bad, weft_pc_wait(&pc[WEFT_P2P_ACK]) || weft_pc_flush(&pc[WEFT_P2P_DATA]));
+                WEFT_P2P_LEAD(k, a, bad,
+                              weft_p2p_wait(a, s, WEFT_P2P_ACK) || (!s->mem && weft_pc_flush(&pc[WEFT_P2P_DATA])));
             if (bad)
                 break;
-            weft_p2p_copy(k, d, s, off, n, s->lbuf + half * slot, 1);
-            /* the grid sync in LEAD orders every thread's staging before the put */
-            WEFT_P2P_LEAD(k, a, bad, weft_pc_put_with_signal(&pc[WEFT_P2P_DATA], (2 + half) * slot, half * slot, n));
+            if (s->mem) {
+                /* straight into the peer's landing slot; the grid sync in
+                 * LEAD orders every thread's copy before the release signal */
+                weft_p2p_copy(k, d, s, off, n, (char *)mc[WEFT_P2P_DATA].dst + (2 + half) * slot, 1);
+                WEFT_P2P_LEAD(k, a, bad, (weft_mc_signal(&mc[WEFT_P2P_DATA]), 0));
+            } else {
+                weft_p2p_copy(k, d, s, off, n, s->lbuf + half * slot, 1);
+                WEFT_P2P_LEAD(k, a, bad,
+                              weft_pc_put_with_signal(&pc[WEFT_P2P_DATA], (2 + half) * slot, half * slot, n));
+            }
         }
         for (uint32_t i = 0; i < d->nstreams && !bad; i++) {
             const weft_p2p_stream_t *s = &st[i];
-            weft_port_channel_dev_t *pc = &a->p2p_pc[2 * s->peer];
             uint64_t off = c * slot, n = s->bytes - off < slot ? s->bytes - off : slot;
             if (s->send || c >= weft_p2p_chunks(s, slot))
                 continue;
-            WEFT_P2P_LEAD(k, a, bad, weft_pc_wait(&pc[WEFT_P2P_DATA]));
+            WEFT_P2P_LEAD(k, a, bad, weft_p2p_wait(a, s, WEFT_P2P_DATA));
             if (bad)
                 break;
             weft_p2p_copy(k, d, s, off, n, s->lbuf + (2 + half) * slot, 0);
-            WEFT_P2P_LEAD(k, a, bad, weft_pc_signal(&pc[WEFT_P2P_ACK]));
+            WEFT_P2P_LEAD(k, a, bad, weft_p2p_ack(a, s));
         }
     }
     /* the last (up to two) chunks of every send stream: their ACKs */
@@ -152,8 +182,9 @@ WEFT_DEVICE void weft_coll_p2p(const weft_kctx_t *k, void *args)
         if (!s->send)
             continue;
         for (uint64_t c = nc > 2 ? nc - 2 : 0; c < nc && !bad; c++)
-            WEFT_P2P_LEAD(k, a, bad, weft_pc_wait(&a->p2p_pc[2 * s->peer + WEFT_P2P_ACK]));
-        WEFT_P2P_LEAD(k, a, bad, weft_pc_flush(&a->p2p_pc[2 * s->peer + WEFT_P2P_DATA]));
+            WEFT_P2P_LEAD(k, a, bad, weft_p2p_wait(a, s, WEFT_P2P_ACK));
+        if (!s->mem)
+            WEFT_P2P_LEAD(k, a, bad, weft_pc_flush(&a->p2p_pc[2 * s->peer + WEFT_P2P_DATA]));
     }
     /* the host reuses this descriptor once it reads seq here, failed or not */
     weft_coll_grid_sync(k, a);

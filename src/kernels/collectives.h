@@ -59,6 +59,7 @@ typedef struct {
     uint64_t ring_slot;          /* ring algorithms: bytes of one scratch slot */
     const struct weft_p2p_desc_s *p2p;   /* point-to-point (coll_p2p.h): the group */
     weft_port_channel_dev_t *p2p_pc;     /* [2 * nranks]: DATA and ACK of the link to each peer */
+    weft_memory_channel_dev_t *p2p_mc;   /* [2 * nranks]: the same, for links on this host */
     uint64_t p2p_slot;                   /* bytes of one link-buffer slot */
 } weft_coll_args_t;
 
