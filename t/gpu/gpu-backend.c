@@ -90,6 +90,39 @@ static int rank_main(int rank, int nranks, void *arg)
             free(hb);
         }
     }
+    /* send/recv both ways in one group, many chunks (the link's memory
+     * channels between two processes on the GPU) */
+    if (!fails) {
+        size_t n = (3u << 20) + 5;
+        unsigned char *d2 = NULL;
+        weft_status_t st = weft_mem_alloc(comm, n, (void **)&d2);
+        for (size_t i = 0; i < n; i++)
+            host[i] = (unsigned char)(i * 13 + (size_t)rank * 7 + 1);
+        rank_step("send/recv of %zu bytes both ways on the GPU", n);
+        if (st == WEFT_OK)
+            st = weft_memcpy(s, dev, host, n);
+        if (st == WEFT_OK) {
+            weft_group_start();
+            st = weft_send(dev, n, WEFT_UINT8, peer_rank, comm, s);
+            if (st == WEFT_OK)
+                st = weft_recv(d2, n, WEFT_UINT8, peer_rank, comm, s);
+            weft_status_t end = weft_group_end();
+            st = st != WEFT_OK ? st : end;
+        }
+        if (st == WEFT_OK)
+            st = weft_memcpy(s, back, d2, n);
+        if (st == WEFT_OK)
+            st = weft_stream_synchronize(s);
+        if (st != WEFT_OK)
+            fails += rank_fail("send/recv on the GPU: %s", weft_get_last_error());
+        for (size_t i = 0; i < n && st == WEFT_OK; i++)
+            if (back[i] != (unsigned char)(i * 13 + (size_t)peer_rank * 7 + 1)) {
+                fails += rank_fail("send/recv on the GPU: byte %zu is wrong", i);
+                break;
+            }
+        if (d2)
+            weft_mem_free(comm, d2);
+    }
     if (!(comm->caps & WEFT_CAP_IPC) || (comm->caps & WEFT_CAP_MULTICAST))
         fails += rank_fail("capabilities %#llx: IPC expected, multicast never by default", (unsigned long long)comm->caps);
     weft_bootstrap_barrier(comm);
@@ -231,6 +264,6 @@ int main(void)
        "a GPU kernel whose peer never signals ends in WEFT_ERR_TIMEOUT naming the peer");
     ok(run_ranks(2, 120000, rank_main, NULL, NULL),
        "2 processes on one GPU: device memory, IPC import, stream copies through the peer's mapping, "
-       "allreduce kernels");
+       "allreduce kernels, send/recv both ways in a group");
     return test_done();
 }
