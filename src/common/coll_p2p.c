@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <stddef.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,7 +53,9 @@ struct weft_p2p_ctx {
     weft_gpu_alloc_t handles;   /* [2 * nranks] port channel handles, device memory */
     weft_gpu_alloc_t mc_handles; /* [2 * nranks] memory channel handles, device memory */
     weft_gpu_alloc_t gbar;      /* the kernel's grid barrier words */
-    char *desc_host, *desc_dev; /* ndesc descriptors of desc_bytes */
+    char *desc_host, *desc_dev; /* ndesc descriptors of desc_bytes, host-mapped */
+    weft_gpu_alloc_t desc_mem;  /* their copies in device memory (GPUs; unused where the CPU
+                                 * and the kernels share memory) */
     size_t desc_bytes;
     unsigned ndesc;
     uint32_t max_streams, max_segs;
@@ -111,6 +114,8 @@ void weft_p2p_ctx_destroy(weft_comm_t *comm)
         comm->gpu->mem_free(comm->gctx, &x->gbar);
     if (x->desc_host)
         comm->gpu->host_free(comm->gctx, x->desc_host);
+    if (x->desc_mem.ptr)
+        comm->gpu->mem_free(comm->gctx, &x->desc_mem);
     free(x->links);
     free(x);
     comm->p2p = NULL;
@@ -141,7 +146,9 @@ static weft_status_t ctx_setup(weft_comm_t *comm)
                                        &x->mc_handles)) != WEFT_OK ||
         (status = comm->gpu->mem_alloc(comm->gctx, 64, WEFT_GPU_MEM_SYNC, &x->gbar)) != WEFT_OK ||
         (status = comm->gpu->host_alloc_mapped(comm->gctx, x->ndesc * x->desc_bytes, (void **)&x->desc_host,
-                                               (void **)&x->desc_dev)) != WEFT_OK) {
+                                               (void **)&x->desc_dev)) != WEFT_OK ||
+        (!(comm->caps & WEFT_CAP_CPU_ACCESS) &&
+         (status = comm->gpu->mem_alloc(comm->gctx, x->ndesc * x->desc_bytes, 0, &x->desc_mem)) != WEFT_OK)) {
         weft_p2p_ctx_destroy(comm);
         return status == WEFT_OK ? WEFT_ERR_NO_MEMORY : status;
     }
@@ -218,8 +225,10 @@ static long elapsed_ms(const struct timespec *t0)
     return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
 }
 
-/* The next descriptor, once the kernel that last used it has ended. */
-static weft_status_t desc_acquire(weft_comm_t *comm, struct weft_p2p_ctx *x, char **host, char **dev)
+/* The next descriptor, once the kernel that last used it has ended: its
+ * host copy, the same seen by the device (done), and where the kernel
+ * reads it (dev: device memory on GPUs). */
+static weft_status_t desc_acquire(weft_comm_t *comm, struct weft_p2p_ctx *x, char **host, char **done, char **dev)
 {
     unsigned i = (unsigned)(x->seq % x->ndesc), spins = 0;
     weft_p2p_desc_t *d = (weft_p2p_desc_t *)(x->desc_host + i * x->desc_bytes);
@@ -246,7 +255,8 @@ static weft_status_t desc_acquire(weft_comm_t *comm, struct weft_p2p_ctx *x, cha
         usleep(20);
     }
     *host = (char *)d;
-    *dev = x->desc_dev + i * x->desc_bytes;
+    *done = x->desc_dev + i * x->desc_bytes;
+    *dev = x->desc_mem.ptr ? (char *)x->desc_mem.ptr + i * x->desc_bytes : *done;
     return WEFT_OK;
 }
 
@@ -339,7 +349,7 @@ static weft_status_t run_ops(weft_comm_t *comm, weft_stream_t *stream, p2p_op_t 
     weft_p2p_desc_t *d;
     weft_p2p_stream_t *st;
     weft_p2p_seg_t *seg;
-    char *host, *dev;
+    char *host, *done, *dev;
     weft_coll_args_t a;
     weft_gpu_launch_t l;
     const weft_builtin_kernel_t *k = weft_builtin_find("coll_p2p");
@@ -391,7 +401,7 @@ static weft_status_t run_ops(weft_comm_t *comm, weft_stream_t *stream, p2p_op_t 
         if (ops[i]->peer != comm->rank && !x->links[ops[i]->peer].up &&
             (status = link_setup(comm, x, ops[i]->peer)) != WEFT_OK)
             return status;
-    if ((status = desc_acquire(comm, x, &host, &dev)) != WEFT_OK)
+    if ((status = desc_acquire(comm, x, &host, &done, &dev)) != WEFT_OK)
         return status;
     d = (weft_p2p_desc_t *)host;
     memset(d, 0, sizeof(*d));
@@ -420,12 +430,21 @@ static weft_status_t run_ops(weft_comm_t *comm, weft_stream_t *stream, p2p_op_t 
     }
     d->seq = ++x->seq;
     __atomic_store_n(&d->done, 0, __ATOMIC_RELEASE);
+    /* stream-ordered before the kernel; the host copy is not rewritten
+     * before the kernel (so the copy) is done */
+    if (dev != done &&
+        (status = comm->gpu->memcpy_async(comm->gctx, dev, host, d->segs_off + d->nsegs * sizeof(weft_p2p_seg_t),
+                                          stream->s)) != WEFT_OK) {
+        __atomic_store_n(&d->done, d->seq, __ATOMIC_RELEASE);
+        return status;
+    }
     memset(&a, 0, sizeof(a));
     a.rank = comm->rank;
     a.nranks = comm->nranks;
     a.ctl = comm->ctl_dev;
     a.gbar = (uint64_t *)x->gbar.ptr;
     a.p2p = (const weft_p2p_desc_t *)dev;
+    a.p2p_done = (uint64_t *)(done + offsetof(weft_p2p_desc_t, done));
     a.p2p_pc = (weft_port_channel_dev_t *)x->handles.ptr;
     a.p2p_mc = (weft_memory_channel_dev_t *)x->mc_handles.ptr;
     a.p2p_slot = x->slot;

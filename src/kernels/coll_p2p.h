@@ -50,9 +50,11 @@ typedef struct {
     uint64_t bytes;
 } weft_p2p_seg_t;
 
-/* A group, written by the host into device-visible memory before launch. */
+/* A group: written by the host, copied to device memory before the launch
+ * on GPUs (reading host memory from a kernel costs a bus round trip per
+ * access). */
 typedef struct weft_p2p_desc_s {
-    uint64_t done;       /* the kernel stores seq here as it ends (release) */
+    uint64_t done;       /* the host's copy: the kernel stores seq here (a->p2p_done) as it ends */
     uint64_t seq;
     uint32_t nstreams, nsegs;
     uint64_t streams_off; /* byte offsets of the arrays from this header */
@@ -186,10 +188,10 @@ WEFT_DEVICE void weft_coll_p2p(const weft_kctx_t *k, void *args)
         if (!s->mem)
             WEFT_P2P_LEAD(k, a, bad, weft_pc_flush(&a->p2p_pc[2 * s->peer + WEFT_P2P_DATA]));
     }
-    /* the host reuses this descriptor once it reads seq here, failed or not */
+    /* the host reuses this descriptor once it reads seq there, failed or not */
     weft_coll_grid_sync(k, a);
     if (k->block == 0 && k->thread == 0)
-        weft_store_release_u64((uint64_t *)&d->done, d->seq);
+        weft_store_release_u64(a->p2p_done, d->seq);
 }
 
 #endif

@@ -57,7 +57,8 @@ typedef struct {
     uint64_t *gbar;   /* grid barrier: [0] arrivals, [1] generation (device memory) */
     weft_port_channel_dev_t *pc; /* ring algorithms: the 4 handles of coll_ring.h */
     uint64_t ring_slot;          /* ring algorithms: bytes of one scratch slot */
-    const struct weft_p2p_desc_s *p2p;   /* point-to-point (coll_p2p.h): the group */
+    const struct weft_p2p_desc_s *p2p;   /* point-to-point (coll_p2p.h): the group, in device memory */
+    uint64_t *p2p_done;                  /* where the kernel stores the group's seq as it ends (host-mapped) */
     weft_port_channel_dev_t *p2p_pc;     /* [2 * nranks]: DATA and ACK of the link to each peer */
     weft_memory_channel_dev_t *p2p_mc;   /* [2 * nranks]: the same, for links on this host */
     uint64_t p2p_slot;                   /* bytes of one link-buffer slot */
