@@ -1,4 +1,5 @@
 /* The tools a user runs first: weft-info and weft-perf. */
+#include "config.h"
 #include "tap/basic.h"
 
 #include <stdio.h>
@@ -25,7 +26,7 @@ int main(void)
 {
     static char out[65536];
     char cmd[1024];
-    plan(19);
+    plan(23);
     snprintf(cmd, sizeof(cmd), "%s/tools/weft-info", TOP_BUILDDIR);
     is_int(0, run(cmd, out, sizeof(out)), "weft-info runs");
     ok(strstr(out, "GPU backends: host") && strstr(out, "networks: ethernet"), "and shows backends and networks");
@@ -57,7 +58,7 @@ int main(void)
              "%s/tools/weft-perf --ranks 3 --algo packet allreduce -d bfloat16 -o max -b 2 -e 4K -f 4 -n 2 -w 1 2>&1",
              TOP_BUILDDIR);
     is_int(0, run(cmd, out, sizeof(out)), "a forced algorithm, another type and op");
-    for (const char *const *c = (const char *const[]){"allgather", "reducescatter", "broadcast", "reduce", "alltoall", NULL};
+    for (const char *const *c = (const char *const[]){"allgather", "reducescatter", "broadcast", "reduce", "alltoall", "sendrecv", NULL};
          *c; c++) {
         snprintf(cmd, sizeof(cmd), "%s/tools/weft-perf --ranks 3 %s -d int8 -b 3 -e 3K -f 32 -n 2 -w 1 -r 2 2>&1 | "
                  "grep -q 'Out of bounds values : 0 OK'", TOP_BUILDDIR, *c);
@@ -66,7 +67,7 @@ int main(void)
             goto rest;
         }
     }
-    ok(1, "weft-perf allgather, reducescatter, broadcast, reduce and alltoall are checked correct");
+    ok(1, "weft-perf allgather, reducescatter, broadcast, reduce, alltoall and sendrecv are checked correct");
 rest:
     {
         char svg[64], js[64];
@@ -84,5 +85,19 @@ rest:
     snprintf(cmd, sizeof(cmd), "%s/tools/weft-info -a", TOP_BUILDDIR);
     is_int(0, run(cmd, out, sizeof(out)), "weft-info -a runs");
     ok(strstr(out, "allreduce") && strstr(out, "packet") && strstr(out, "rsag"), "and lists the algorithms");
+    ok(strstr(out, "selection table") && strstr(out, "host     allreduce"), "and the selection table");
+    snprintf(cmd, sizeof(cmd), "%s/tools/weft-perf --ranks 2 allreduce --vs nosuchlib 2>&1", TOP_BUILDDIR);
+    is_int(2, run(cmd, out, sizeof(out)), "--vs with an unknown library is a usage error");
+#ifdef WEFT_HAVE_MPI
+    snprintf(cmd, sizeof(cmd), "%s/tools/weft-perf --ranks 2 allreduce --vs mpi -b 8 -e 64K -f 64 -n 3 -w 1 2>&1",
+             TOP_BUILDDIR);
+    is_int(0, run(cmd, out, sizeof(out)), "weft-perf --ranks 2 --vs mpi runs (under mpirun)");
+    ok(strstr(out, "weft/mpi") && strstr(out, "Out of bounds values : 0 OK") && strstr(out, "memcpy bandwidth"),
+       "and prints MPI's time and the ratio per size, checked, with the memcpy yardstick");
+#else
+    snprintf(cmd, sizeof(cmd), "%s/tools/weft-perf --ranks 2 allreduce --vs mpi 2>&1", TOP_BUILDDIR);
+    is_int(2, run(cmd, out, sizeof(out)), "--vs mpi in a build without MPI is a usage error");
+    ok(strstr(out, "no MPI") != NULL, "that says the build has no MPI");
+#endif
     return test_done();
 }
