@@ -95,6 +95,8 @@ static weft_status_t call(bench_t *b, uint64_t count, int inplace)
         return weft_reduce(inplace ? r : s, r, count, b->t, b->op, b->o->root, b->comm, b->stream);
     case PERF_ALLTOALL:
         return weft_alltoall(s, r, count, b->t, b->comm, b->stream);
+    case PERF_BARRIER:
+        return weft_barrier(b->comm, b->stream);
     case PERF_SENDRECV: {
         weft_status_t st, end;
         weft_group_start();
@@ -175,6 +177,7 @@ static long checked_call(bench_t *b, uint64_t count, int inplace, weft_status_t 
             collref_input(b->t, b->op, (b->rank + b->nranks - 1) % b->nranks, i, want);
             wrong += memcmp(out + i * b->es, want, b->es) != 0;
         }
+        break;    case PERF_BARRIER: /* no data: completing is the result */
         break;
     }
     return (long)wrong;
@@ -324,7 +327,7 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
         double us[2], mpi_us = 0;
         long wrong[2] = {0, 0};
         for (int inplace = 0; inplace < 2; inplace++) {
-            if ((o->coll == PERF_ALLTOALL || o->coll == PERF_SENDRECV) && inplace) {
+            if ((o->coll == PERF_ALLTOALL || o->coll == PERF_SENDRECV || o->coll == PERF_BARRIER) && inplace) {
                 us[1] = 0;
                 wrong[1] = -1;
                 continue;
@@ -368,7 +371,7 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
                 fprintf(stderr, "\r%60s\r", "");
             printf("  %10zu %12llu %8s %6s %5d %10.2f %8.3f %8.3f %6ld", size, (unsigned long long)count,
                    dtype_names[b.t], op_names[b.op], o->root, us[0], alg[0], bus[0], o->check ? wrong[0] : -1L);
-            if (wrong[1] == -1 && (o->coll == PERF_ALLTOALL || o->coll == PERF_SENDRECV))
+            if (wrong[1] == -1 && (o->coll == PERF_ALLTOALL || o->coll == PERF_SENDRECV || o->coll == PERF_BARRIER))
                 printf(" %10s %8s %8s %6s", "n/a", "", "", "");
             else
                 printf(" %10.2f %8.3f %8.3f %6ld", us[1], alg[1], bus[1], o->check ? wrong[1] : -1L);
@@ -400,7 +403,7 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
             if (show_progress)
                 fprintf(stderr, "weft-perf: %zu of up to %zu bytes done", size, o->max_bytes);
         }
-        if (bytes >= o->max_bytes)
+        if (bytes >= o->max_bytes || o->coll == PERF_BARRIER)
             break;
         size_t next = o->step > 0 ? bytes + (size_t)o->step : (size_t)((double)bytes * o->factor);
         bytes = next > bytes ? next : bytes + 1;

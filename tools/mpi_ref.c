@@ -81,6 +81,7 @@ static int call(const perf_opts_t *o, void *s, void *r, uint64_t count)
     case PERF_BROADCAST: return MPI_Bcast(r, n, t, o->root, MPI_COMM_WORLD);
     case PERF_REDUCE: return MPI_Reduce(s, r, n, t, mpi_op(o->redop), o->root, MPI_COMM_WORLD);
     case PERF_ALLTOALL: return MPI_Alltoall(s, n, t, r, n, t, MPI_COMM_WORLD);
+    case PERF_BARRIER: return MPI_Barrier(MPI_COMM_WORLD);
     case PERF_SENDRECV: {
         int rank, size;
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);

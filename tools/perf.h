@@ -15,7 +15,8 @@ typedef enum {
     PERF_BROADCAST,
     PERF_REDUCE,
     PERF_ALLTOALL,
-    PERF_SENDRECV /* each rank sends to rank + 1 and receives from rank - 1, as one group */
+    PERF_SENDRECV, /* each rank sends to rank + 1 and receives from rank - 1, as one group */
+    PERF_BARRIER   /* the device barrier: one line, no data */
 } perf_coll_t;
 
 typedef struct {

@@ -30,7 +30,7 @@ static const struct {
 } device_collectives[] = {
     {"allreduce", PERF_ALLREDUCE}, {"allgather", PERF_ALLGATHER}, {"reducescatter", PERF_REDUCE_SCATTER},
     {"reduce_scatter", PERF_REDUCE_SCATTER}, {"broadcast", PERF_BROADCAST}, {"reduce", PERF_REDUCE},
-    {"alltoall", PERF_ALLTOALL}, {"sendrecv", PERF_SENDRECV},
+    {"alltoall", PERF_ALLTOALL}, {"sendrecv", PERF_SENDRECV}, {"barrier", PERF_BARRIER},
 };
 
 static double now_us(void)
@@ -309,7 +309,7 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: weft-perf [--ranks N] [--backend NAME] [--algo NAME] [--json FILE] [--plot FILE.svg]\n"
             "                 OPERATION [options]\n"
-            "operations: allreduce, allgather, reducescatter, broadcast, reduce, alltoall, sendrecv\n"
+            "operations: allreduce, allgather, reducescatter, broadcast, reduce, alltoall, sendrecv, barrier\n"
             "            (device collectives; -b/-e are total sizes as in nccl-tests, default 8 B .. 16 MiB),\n"
             "            p2p (2 ranks: channel latencies and put bandwidth from -b to -e),\n"
             "            bootstrap-allgather, bootstrap-broadcast, bootstrap-barrier (host-side setup traffic)\n"
@@ -382,6 +382,7 @@ int main(int argc, char **argv)
         o.name = device_collectives[i].coll == PERF_REDUCE_SCATTER ? "reducescatter" : o.name;
         o.min_bytes = 8;
         o.max_bytes = 16u << 20;
+
     }
     {
         /* Options after the operation: a second pass with it as argv[0]. */
@@ -419,6 +420,8 @@ int main(int argc, char **argv)
         default: goto bad;
         }
     }
+    if (o.kind == OP_COLL && o.coll == PERF_BARRIER)
+        o.min_bytes = o.max_bytes = 0; /* one line; -b/-e do not apply */
     if (o.min_bytes > o.max_bytes || nranks < 0 || nranks > 1024 || o.root < 0 ||
         (nranks > 0 && o.root >= nranks))
         goto bad;
