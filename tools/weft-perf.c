@@ -206,6 +206,7 @@ static int p2p_rank(weft_comm_t *comm, void *arg)
     return p2p_bench(comm, arg);
 }
 
+#ifdef WEFT_HAVE_MPI
 /*
  * --ranks N --vs mpi: MPI must start the ranks, so weft-perf starts itself
  * again under mpirun with the same arguments less --ranks. Returns only if
@@ -251,6 +252,7 @@ static int rerun_under_mpirun(int nranks, int argc, char **argv)
     free(args);
     return 3;
 }
+#endif
 
 /* Long options: accepted before and after the operation. */
 enum { OPT_RANKS = 256, OPT_BACKEND, OPT_ALGO, OPT_JSON, OPT_PLOT, OPT_TRANSPORT, OPT_VS, OPT_HELP };
