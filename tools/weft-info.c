@@ -28,8 +28,8 @@ static void print_algo(const char *coll, const char *name, const char *help, voi
     printf("  %-14s %-8s %s\n", coll, name, help);
 }
 
-static void print_rule(const char *platform, const char *coll, int min_ranks, int max_ranks, uint64_t max_bytes,
-                       const char *algo, void *arg)
+static void print_rule(const char *platform, const char *coll, const char *layout, int min_ranks, int max_ranks,
+                       uint64_t max_bytes, const char *algo, void *arg)
 {
     char ranks[32], bytes[32];
     (void)arg;
@@ -41,7 +41,7 @@ static void print_rule(const char *platform, const char *coll, int min_ranks, in
         snprintf(bytes, sizeof(bytes), "any");
     else
         snprintf(bytes, sizeof(bytes), "<= %llu", (unsigned long long)max_bytes);
-    printf("  %-8s %-14s ranks %-8s bytes %-10s -> %s\n", platform, coll, ranks, bytes, algo);
+    printf("  %-8s %-14s %-9s ranks %-8s bytes %-10s -> %s\n", platform, coll, layout, ranks, bytes, algo);
 }
 
 static int print_algorithms(void)

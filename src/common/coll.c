@@ -44,6 +44,8 @@ static const weft_algo_t algos[] = {
     {WEFT_COLL_BROADCAST, "mesh", 0, WEFT_CAP_IPC, "coll_broadcast_mesh", "every rank reads the root's scratch", 1},
     {WEFT_COLL_BROADCAST, "ring", 0, 0, "coll_broadcast_ring",
      "pipelined along a ring of port channels from the root (ranks on several hosts)", 0},
+    {WEFT_COLL_BROADCAST, "tree", 0, 0, "coll_p2p",
+     "binomial tree over point-to-point links, chunks forwarded on arrival (ranks on several hosts)", 0},
     {WEFT_COLL_REDUCE, "mesh", 0, WEFT_CAP_IPC, "coll_reduce_mesh", "the root reads and reduces every rank's scratch",
      1},
     {WEFT_COLL_REDUCE, "ring", 0, 0, "coll_reduce_ring",
@@ -143,7 +145,8 @@ static const weft_algo_t *select_algo(weft_comm_t *comm, weft_coll_t c, uint64_t
     size_t pos = 0;
     if (o && admits(comm, o, bytes))
         return o;
-    while ((name = weft_coll_table_next(comm->gpu->name, c, comm->nranks, bytes, &pos)) != NULL)
+    while ((name = weft_coll_table_next(comm->gpu->name, c, comm->nranks, comm->local_size == comm->nranks, bytes,
+                                        &pos)) != NULL)
         if ((o = find_algo(c, name)) != NULL && admits(comm, o, bytes))
             return o;
     for (size_t i = 0; i < WEFT_ARRAY_SIZE(algos); i++)
@@ -559,6 +562,8 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
     }
     if (strcmp(algo->kernel, "coll_p2p") == 0) { /* links to every peer, set up pairwise (coll_p2p.c) */
         weft_debug(WEFT_SUB_COLL, "%s of %zu bytes: %s", weft_coll_name(c->coll), bytes, algo->name);
+        if (c->coll == WEFT_COLL_BROADCAST)
+            return weft_p2p_tree_broadcast(comm, stream, c->in, c->out, bytes, c->root);
         return weft_p2p_alltoall(comm, stream, c->in, c->out, bytes);
     }
     /* Collective too: every rank picks the same algorithm for the same call. */

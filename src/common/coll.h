@@ -17,10 +17,11 @@ void weft_coll_list_algorithms(void (*fn)(const char *coll, const char *name, co
 /* coll_table.c: the next rule at or after *pos that matches a call on
  * @p platform (the backend's name), as an algorithm name; NULL when none
  * is left. *pos moves past the rule returned. */
-const char *weft_coll_table_next(const char *platform, weft_coll_t coll, int nranks, uint64_t bytes, size_t *pos);
+const char *weft_coll_table_next(const char *platform, weft_coll_t coll, int nranks, int one_host, uint64_t bytes,
+                                 size_t *pos);
 /* Calls fn for every rule of the selection table, in order. */
-void weft_coll_list_table(void (*fn)(const char *platform, const char *coll, int min_ranks, int max_ranks,
-                                     uint64_t max_bytes, const char *algo, void *arg),
+void weft_coll_list_table(void (*fn)(const char *platform, const char *coll, const char *layout, int min_ranks,
+                                     int max_ranks, uint64_t max_bytes, const char *algo, void *arg),
                           void *arg);
 
 #endif

@@ -342,8 +342,9 @@ static weft_status_t check_sizes(weft_comm_t *comm, p2p_op_t **ops, size_t n)
     return WEFT_OK;
 }
 
-/* Runs one communicator's share of a group (all on @p stream). */
-static weft_status_t run_ops(weft_comm_t *comm, weft_stream_t *stream, p2p_op_t **ops, size_t n)
+/* Runs one communicator's share of a group (all on @p stream); with
+ * @p recv_first, each step receives before it sends (forwarding). */
+static weft_status_t run_ops(weft_comm_t *comm, weft_stream_t *stream, p2p_op_t **ops, size_t n, int recv_first)
 {
     struct weft_p2p_ctx *x;
     weft_p2p_desc_t *d;
@@ -428,6 +429,7 @@ static weft_status_t run_ops(weft_comm_t *comm, weft_stream_t *stream, p2p_op_t 
         st[d->nstreams - 1].bytes += o->bytes;
         d->nsegs++;
     }
+    d->recv_first = (uint32_t)recv_first;
     d->seq = ++x->seq;
     __atomic_store_n(&d->done, 0, __ATOMIC_RELEASE);
     /* stream-ordered before the kernel; the host copy is not rewritten
@@ -502,7 +504,7 @@ static weft_status_t run_recorded(p2p_op_t *ops, size_t n)
                 done[j] = 1;
             }
         /* like the collectives, calls on one communicator are the caller's to serialize */
-        status = run_ops(comm, ops[i].stream, mine, m);
+        status = run_ops(comm, ops[i].stream, mine, m, 0);
         if (status != WEFT_OK && first == WEFT_OK)
             first = status;
     }
@@ -636,8 +638,40 @@ weft_status_t weft_p2p_alltoall(weft_comm_t *comm, weft_stream_t *stream, const 
     }
     for (size_t i = 0; i < n; i++)
         ptrs[i] = &ops[i];
-    status = run_ops(comm, stream, ptrs, n); /* the caller holds the communicator */
+    status = run_ops(comm, stream, ptrs, n, 0);
     free(ops);
     free(ptrs);
     return status;
+}
+
+/*
+ * Broadcast down a binomial tree over the links (ranks on several hosts):
+ * log2(n) hops of latency where the ring pipeline takes n - 1. In ranks
+ * relative to the root, rank r receives from r minus its lowest set bit
+ * and sends to r + 2^k for every 2^k below that bit, largest first (the
+ * subtrees that take longest start first); each chunk is forwarded as
+ * soon as it arrives.
+ */
+weft_status_t weft_p2p_tree_broadcast(weft_comm_t *comm, weft_stream_t *stream, const void *sendbuf, void *recvbuf,
+                                      size_t bytes, int root)
+{
+    int n = comm->nranks, rel = (comm->rank - root + n) % n, low = 1;
+    p2p_op_t ops[66], *ptrs[66];
+    size_t nops = 0;
+    weft_status_t status;
+    while (low < n && !(rel & low))
+        low <<= 1;
+    if (rel == 0) { /* the root: its data first lands in its own output */
+        if (recvbuf != sendbuf &&
+            (status = comm->gpu->memcpy_async(comm->gctx, recvbuf, sendbuf, bytes, stream->s)) != WEFT_OK)
+            return status;
+    } else {
+        ops[nops++] = (p2p_op_t){comm, stream, (rel - low + root) % n, 0, recvbuf, bytes};
+    }
+    for (int m = low >> 1; m >= 1; m >>= 1)
+        if (rel + m < n)
+            ops[nops++] = (p2p_op_t){comm, stream, (rel + m + root) % n, 1, recvbuf, bytes};
+    for (size_t i = 0; i < nops; i++)
+        ptrs[i] = &ops[i];
+    return run_ops(comm, stream, ptrs, nops, 1);
 }

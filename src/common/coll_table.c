@@ -8,7 +8,8 @@
  *
  * The sizes are crossover points measured with weft-perf --algo on each
  * platform (host: 2 cores, ranks oversubscribing them; cuda: H200, ranks as
- * processes under MPS). A rule with platform "*" applies everywhere.
+ * processes under MPS). A rule with platform "*" applies everywhere; a
+ * rule's layout limits it to ranks on one host or on several.
  */
 #include "config.h"
 #include "coll.h"
@@ -16,9 +17,13 @@
 #include <stdint.h>
 #include <string.h>
 
+/* Rank layouts a rule applies to. */
+enum { ANY_HOSTS = 0, ONE_HOST = 1, HOSTS = 2 };
+
 typedef struct {
     const char *platform;
     weft_coll_t coll;
+    int layout;               /* ANY_HOSTS, ONE_HOST or HOSTS (ranks on several) */
     int min_ranks, max_ranks; /* 0: no bound */
     uint64_t max_bytes;       /* the call's total bytes, inclusive */
     const char *algo;
@@ -28,21 +33,27 @@ static const coll_rule_t rules[] = {
     /* host: LL packets cost an atomic store and a poll per 8 bytes, and
      * ranks share cores: the one-shot wins only while the message is tiny
      * (2 ranks: up to 16 KiB, 4 ranks: ~1 KiB, 8 ranks: ~512 B). */
-    {"host", WEFT_COLL_ALLREDUCE, 0, 2, 16384, "packet"},
-    {"host", WEFT_COLL_ALLREDUCE, 3, 4, 1024, "packet"},
-    {"host", WEFT_COLL_ALLREDUCE, 5, 0, 512, "packet"},
-    {"host", WEFT_COLL_ALLREDUCE, 0, 0, UINT64_MAX, "rsag"},
+    {"host", WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 2, 16384, "packet"},
+    {"host", WEFT_COLL_ALLREDUCE, ONE_HOST, 3, 4, 1024, "packet"},
+    {"host", WEFT_COLL_ALLREDUCE, ONE_HOST, 5, 0, 512, "packet"},
+    {"host", WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, UINT64_MAX, "rsag"},
     /* GPUs: the one-shot up to the packet slots (WEFT_COLL_PACKET_MAX_BYTES) */
-    {"cuda", WEFT_COLL_ALLREDUCE, 0, 0, 65536, "packet"},
-    {"hip", WEFT_COLL_ALLREDUCE, 0, 0, 65536, "packet"},
-    {"*", WEFT_COLL_ALLREDUCE, 0, 0, UINT64_MAX, "rsag"},
+    {"cuda", WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, 65536, "packet"},
+    {"hip", WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, 65536, "packet"},
+    {"*", WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, UINT64_MAX, "rsag"},
+    /* several hosts: a broadcast crosses log2(n) links down a tree while
+     * the message is small (latency), the ring pipeline above (bandwidth) */
+    {"*", WEFT_COLL_BROADCAST, HOSTS, 3, 0, 262144, "tree"},
+    {"*", WEFT_COLL_BROADCAST, HOSTS, 0, 0, UINT64_MAX, "ring"},
 };
 
-const char *weft_coll_table_next(const char *platform, weft_coll_t coll, int nranks, uint64_t bytes, size_t *pos)
+const char *weft_coll_table_next(const char *platform, weft_coll_t coll, int nranks, int one_host, uint64_t bytes,
+                                 size_t *pos)
 {
     for (; *pos < sizeof(rules) / sizeof(rules[0]); (*pos)++) {
         const coll_rule_t *r = &rules[*pos];
         if (r->coll != coll || (strcmp(r->platform, "*") != 0 && strcmp(r->platform, platform) != 0) ||
+            (r->layout == ONE_HOST && !one_host) || (r->layout == HOSTS && one_host) ||
             (r->min_ranks && nranks < r->min_ranks) || (r->max_ranks && nranks > r->max_ranks) ||
             bytes > r->max_bytes)
             continue;
@@ -51,11 +62,12 @@ const char *weft_coll_table_next(const char *platform, weft_coll_t coll, int nra
     return NULL;
 }
 
-void weft_coll_list_table(void (*fn)(const char *platform, const char *coll, int min_ranks, int max_ranks,
-                                     uint64_t max_bytes, const char *algo, void *arg),
+void weft_coll_list_table(void (*fn)(const char *platform, const char *coll, const char *layout, int min_ranks,
+                                     int max_ranks, uint64_t max_bytes, const char *algo, void *arg),
                           void *arg)
 {
+    static const char *const layouts[] = {"any", "one host", "hosts"};
     for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++)
-        fn(rules[i].platform, weft_coll_name(rules[i].coll), rules[i].min_ranks, rules[i].max_ranks,
-           rules[i].max_bytes, rules[i].algo, arg);
+        fn(rules[i].platform, weft_coll_name(rules[i].coll), layouts[rules[i].layout], rules[i].min_ranks,
+           rules[i].max_ranks, rules[i].max_bytes, rules[i].algo, arg);
 }

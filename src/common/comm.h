@@ -71,6 +71,9 @@ unsigned weft_coll_peer_transport(const weft_comm_t *comm, int peer);
  * several hosts); arguments already checked. */
 weft_status_t weft_p2p_alltoall(weft_comm_t *comm, weft_stream_t *stream, const void *sendbuf, void *recvbuf,
                                 size_t bytes);
+/* Broadcast of @p bytes from @p root down a binomial tree of links. */
+weft_status_t weft_p2p_tree_broadcast(weft_comm_t *comm, weft_stream_t *stream, const void *sendbuf, void *recvbuf,
+                                      size_t bytes, int root);
 
 /* comm_net.c: the provider of network transport @p idx, started on first
  * use (caller holds the lock); released by weft_comm_net_free. */

@@ -27,6 +27,11 @@
  * so nothing carries over to the next group. A receive that expects more
  * than its peer sends (or the reverse) waits out the device timeout and
  * reports the peer.
+ *
+ * Forwarding (recv_first: the tree broadcast): each step receives first
+ * and then sends what it received, from the same buffer. The streams form
+ * a tree, so a step's receive depends only on the parent's same step, and
+ * its sends on the children's steps two behind: still no cycle.
  */
 #ifndef WEFT_KERNELS_COLL_P2P_H
 #define WEFT_KERNELS_COLL_P2P_H
@@ -57,6 +62,8 @@ typedef struct weft_p2p_desc_s {
     uint64_t done;       /* the host's copy: the kernel stores seq here (a->p2p_done) as it ends */
     uint64_t seq;
     uint32_t nstreams, nsegs;
+    uint32_t recv_first;  /* 1: each step receives, then sends (forwarding) */
+    uint32_t reserved;
     uint64_t streams_off; /* byte offsets of the arrays from this header */
     uint64_t segs_off;
 } weft_p2p_desc_t;
@@ -126,6 +133,63 @@ WEFT_DEVICE int weft_p2p_ack(weft_coll_args_t *a, const weft_p2p_stream_t *s)
     return weft_pc_signal(&a->p2p_pc[2 * s->peer + WEFT_P2P_ACK]);
 }
 
+/* Step c's sends: chunk c of every send stream that has one. */
+WEFT_DEVICE void weft_p2p_send_step(const weft_kctx_t *k, weft_coll_args_t *a, const weft_p2p_desc_t *d, uint64_t c,
+                                    uint64_t half, int *badp)
+{
+    const weft_p2p_stream_t *st = weft_p2p_streams(d);
+    uint64_t slot = a->p2p_slot;
+    int bad = *badp;
+    for (uint32_t i = 0; i < d->nstreams && !bad; i++) {
+        const weft_p2p_stream_t *s = &st[i];
+        weft_port_channel_dev_t *pc = &a->p2p_pc[2 * s->peer];
+        weft_memory_channel_dev_t *mc = &a->p2p_mc[2 * s->peer];
+        uint64_t off = c * slot, n = s->bytes - off < slot ? s->bytes - off : slot;
+        if (!s->send || c >= weft_p2p_chunks(s, slot))
+            continue;
+        /* the peer has consumed chunk c - 2: slot 'half' is free at both
+         * ends; for a port channel the flush also orders the proxy's
+         * read of it (that put) before our rewrite within this process */
+        if (c >= 2)
+            WEFT_P2P_LEAD(k, a, bad,
+                          weft_p2p_wait(a, s, WEFT_P2P_ACK) || (!s->mem && weft_pc_flush(&pc[WEFT_P2P_DATA])));
+        if (bad)
+            break;
+        if (s->mem) {
+            /* straight into the peer's landing slot; the grid sync in
+             * LEAD orders every thread's copy before the release signal */
+            weft_p2p_copy(k, d, s, off, n, (char *)mc[WEFT_P2P_DATA].dst + (2 + half) * slot, 1);
+            WEFT_P2P_LEAD(k, a, bad, (weft_mc_signal(&mc[WEFT_P2P_DATA]), 0));
+        } else {
+            weft_p2p_copy(k, d, s, off, n, s->lbuf + half * slot, 1);
+            WEFT_P2P_LEAD(k, a, bad,
+                          weft_pc_put_with_signal(&pc[WEFT_P2P_DATA], (2 + half) * slot, half * slot, n));
+        }
+    }
+    *badp = bad;
+}
+
+/* Step c's receives: chunk c of every receive stream that has one. */
+WEFT_DEVICE void weft_p2p_recv_step(const weft_kctx_t *k, weft_coll_args_t *a, const weft_p2p_desc_t *d, uint64_t c,
+                                    uint64_t half, int *badp)
+{
+    const weft_p2p_stream_t *st = weft_p2p_streams(d);
+    uint64_t slot = a->p2p_slot;
+    int bad = *badp;
+    for (uint32_t i = 0; i < d->nstreams && !bad; i++) {
+        const weft_p2p_stream_t *s = &st[i];
+        uint64_t off = c * slot, n = s->bytes - off < slot ? s->bytes - off : slot;
+        if (s->send || c >= weft_p2p_chunks(s, slot))
+            continue;
+        WEFT_P2P_LEAD(k, a, bad, weft_p2p_wait(a, s, WEFT_P2P_DATA));
+        if (bad)
+            break;
+        weft_p2p_copy(k, d, s, off, n, s->lbuf + (2 + half) * slot, 0);
+        WEFT_P2P_LEAD(k, a, bad, weft_p2p_ack(a, s));
+    }
+    *badp = bad;
+}
+
 WEFT_DEVICE void weft_coll_p2p(const weft_kctx_t *k, void *args)
 {
     weft_coll_args_t *a = (weft_coll_args_t *)args;
@@ -139,42 +203,11 @@ WEFT_DEVICE void weft_coll_p2p(const weft_kctx_t *k, void *args)
             steps = weft_p2p_chunks(&st[i], slot);
     for (uint64_t c = 0; c < steps && !bad; c++) {
         uint64_t half = c & 1;
-        for (uint32_t i = 0; i < d->nstreams && !bad; i++) {
-            const weft_p2p_stream_t *s = &st[i];
-            weft_port_channel_dev_t *pc = &a->p2p_pc[2 * s->peer];
-            weft_memory_channel_dev_t *mc = &a->p2p_mc[2 * s->peer];
-            uint64_t off = c * slot, n = s->bytes - off < slot ? s->bytes - off : slot;
-            if (!s->send || c >= weft_p2p_chunks(s, slot))
-                continue;
-            /* the peer has consumed chunk c - 2: slot 'half' is free at both
-             * ends; for a port channel the flush also orders the proxy's
-             * read of it (that put) before our rewrite within this process */
-            if (c >= 2)
-                WEFT_P2P_LEAD(k, a, bad,
-                              weft_p2p_wait(a, s, WEFT_P2P_ACK) || (!s->mem && weft_pc_flush(&pc[WEFT_P2P_DATA])));
-            if (bad)
-                break;
-            if (s->mem) {
-                /* straight into the peer's landing slot; the grid sync in
-                 * LEAD orders every thread's copy before the release signal */
-                weft_p2p_copy(k, d, s, off, n, (char *)mc[WEFT_P2P_DATA].dst + (2 + half) * slot, 1);
-                WEFT_P2P_LEAD(k, a, bad, (weft_mc_signal(&mc[WEFT_P2P_DATA]), 0));
-            } else {
-                weft_p2p_copy(k, d, s, off, n, s->lbuf + half * slot, 1);
-                WEFT_P2P_LEAD(k, a, bad,
-                              weft_pc_put_with_signal(&pc[WEFT_P2P_DATA], (2 + half) * slot, half * slot, n));
-            }
-        }
-        for (uint32_t i = 0; i < d->nstreams && !bad; i++) {
-            const weft_p2p_stream_t *s = &st[i];
-            uint64_t off = c * slot, n = s->bytes - off < slot ? s->bytes - off : slot;
-            if (s->send || c >= weft_p2p_chunks(s, slot))
-                continue;
-            WEFT_P2P_LEAD(k, a, bad, weft_p2p_wait(a, s, WEFT_P2P_DATA));
-            if (bad)
-                break;
-            weft_p2p_copy(k, d, s, off, n, s->lbuf + (2 + half) * slot, 0);
-            WEFT_P2P_LEAD(k, a, bad, weft_p2p_ack(a, s));
+        for (int phase = 0; phase < 2 && !bad; phase++) {
+            if ((phase == 0) == (d->recv_first != 0))
+                weft_p2p_recv_step(k, a, d, c, half, &bad);
+            else
+                weft_p2p_send_step(k, a, d, c, half, &bad);
         }
     }
     /* the last (up to two) chunks of every send stream: their ACKs */

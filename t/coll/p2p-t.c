@@ -302,6 +302,42 @@ static int alltoallv(int rank, int nranks, void *arg)
     return fails;
 }
 
+/* 4b. Broadcast from every root, down the tree (ranks on several hosts,
+ * small messages), in and out of place; chunks forwarded on arrival. */
+static int tree_broadcast(int rank, int nranks, void *arg)
+{
+    static const size_t sizes[] = {1, 4097, 9 * SLOT + 3};
+    weft_comm_t *comm;
+    weft_stream_t *s;
+    void *ib, *ob;
+    unsigned char *in, *out;
+    const char *algo = "?";
+    int fails = 0;
+    if (!setup(rank, nranks, arg, &comm, &s) || !(in = dev_buf(comm, 9 * SLOT + 3, &ib)) ||
+        !(out = dev_buf(comm, 9 * SLOT + 3, &ob)))
+        return 1;
+    if (weft_coll_algorithm(comm, "broadcast", 4097, &algo) != WEFT_OK || strcmp(algo, "tree") != 0)
+        fails += rank_fail("broadcast of 4 KiB across hosts: algorithm %s, expected tree", algo);
+    for (int root = 0; root < nranks && !fails; root++)
+        for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]) && !fails; k++)
+            for (int inplace = 0; inplace < 2 && !fails; inplace++) {
+                size_t n = sizes[k];
+                unsigned char *src = inplace ? out : in;
+                rank_step("broadcast of %zu bytes from rank %d%s", n, root, inplace ? " in place" : "");
+                if (rank == root)
+                    fails += fill(s, src, n, root, 0, (int)k);
+                if (weft_broadcast(src, out, n, WEFT_UINT8, root, comm, s) != WEFT_OK ||
+                    weft_stream_synchronize(s) != WEFT_OK)
+                    fails += rank_fail("broadcast: %s", weft_get_last_error());
+                else
+                    fails += check_bytes(s, out, n, root, 0, (int)k, "tree broadcast");
+            }
+    weft_mem_free(comm, ib);
+    weft_mem_free(comm, ob);
+    teardown(comm, s);
+    return fails;
+}
+
 /* 5. Bad input: clear errors, nothing recorded, the next exchange works. */
 static int bad_input(int rank, int nranks, void *arg)
 {
@@ -411,7 +447,7 @@ int main(void)
 {
     mode_t_ one = {1, 0}, many = {0, 0}, quick = {1, 400};
     setenv("WEFT_P2P_SLOT_BYTES", "4096", 1);
-    plan(14);
+    plan(16);
     ok(run_ranks(2, 60000, alone, &one, NULL), "2 ranks, one host: send/recv alone, 1 B .. 40 chunks");
     ok(run_ranks(2, 60000, alone, &many, NULL), "2 ranks, two hosts (TCP): send/recv alone, 1 B .. 40 chunks");
     ok(run_ranks(2, 60000, all_pairs, &one, NULL), "2 ranks, one host: groups both ways, many chunks, split sends");
@@ -424,6 +460,9 @@ int main(void)
     ok(run_ranks(3, 60000, alltoallv, &one, NULL), "3 ranks, one host: alltoallv and alltoall");
     ok(run_ranks(4, 90000, alltoallv, &many, NULL),
        "4 ranks on four hosts: alltoallv, and alltoall by the direct algorithm");
+    ok(run_ranks(5, 90000, tree_broadcast, &many, NULL),
+       "5 ranks on five hosts: broadcast down the tree from every root, 1 B .. 10 chunks, in and out of place");
+    ok(run_ranks(8, 90000, tree_broadcast, &many, NULL), "8 ranks on eight hosts: the same");
     ok(run_ranks(2, 60000, bad_input, &one, NULL),
        "bad input: out-of-range peer, NULL buffer, unknown type, overflow, two streams in a group, unmatched "
        "group end: WEFT_ERR_INVALID_ARGUMENT and nothing lost");
