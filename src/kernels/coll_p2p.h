@@ -133,61 +133,62 @@ WEFT_DEVICE int weft_p2p_ack(weft_coll_args_t *a, const weft_p2p_stream_t *s)
     return weft_pc_signal(&a->p2p_pc[2 * s->peer + WEFT_P2P_ACK]);
 }
 
-/* Step c's sends: chunk c of every send stream that has one. */
-WEFT_DEVICE void weft_p2p_send_step(const weft_kctx_t *k, weft_coll_args_t *a, const weft_p2p_desc_t *d, uint64_t c,
-                                    uint64_t half, int *badp)
+/* Sends chunk c (bytes [off, off + n)) of stream @p s; 1 if a wait gave up. */
+WEFT_DEVICE int weft_p2p_send_chunk(const weft_kctx_t *k, weft_coll_args_t *a, const weft_p2p_desc_t *d,
+                                    const weft_p2p_stream_t *s, uint64_t c, uint64_t off, uint64_t n)
 {
-    const weft_p2p_stream_t *st = weft_p2p_streams(d);
-    uint64_t slot = a->p2p_slot;
-    int bad = *badp;
-    for (uint32_t i = 0; i < d->nstreams && !bad; i++) {
-        const weft_p2p_stream_t *s = &st[i];
-        weft_port_channel_dev_t *pc = &a->p2p_pc[2 * s->peer];
-        weft_memory_channel_dev_t *mc = &a->p2p_mc[2 * s->peer];
-        uint64_t off = c * slot, n = s->bytes - off < slot ? s->bytes - off : slot;
-        if (!s->send || c >= weft_p2p_chunks(s, slot))
-            continue;
-        /* the peer has consumed chunk c - 2: slot 'half' is free at both
-         * ends; for a port channel the flush also orders the proxy's
-         * read of it (that put) before our rewrite within this process */
-        if (c >= 2)
-            WEFT_P2P_LEAD(k, a, bad,
-                          weft_p2p_wait(a, s, WEFT_P2P_ACK) || (!s->mem && weft_pc_flush(&pc[WEFT_P2P_DATA])));
-        if (bad)
-            break;
-        if (s->mem) {
-            /* straight into the peer's landing slot; the grid sync in
-             * LEAD orders every thread's copy before the release signal */
-            weft_p2p_copy(k, d, s, off, n, (char *)mc[WEFT_P2P_DATA].dst + (2 + half) * slot, 1);
-            WEFT_P2P_LEAD(k, a, bad, (weft_mc_signal(&mc[WEFT_P2P_DATA]), 0));
-        } else {
-            weft_p2p_copy(k, d, s, off, n, s->lbuf + half * slot, 1);
-            WEFT_P2P_LEAD(k, a, bad,
-                          weft_pc_put_with_signal(&pc[WEFT_P2P_DATA], (2 + half) * slot, half * slot, n));
-        }
+    weft_port_channel_dev_t *pc = &a->p2p_pc[2 * s->peer];
+    weft_memory_channel_dev_t *mc = &a->p2p_mc[2 * s->peer];
+    uint64_t slot = a->p2p_slot, half = c & 1;
+    int bad = 0;
+    /* the peer has consumed chunk c - 2: slot 'half' is free at both ends;
+     * for a port channel the flush also orders the proxy's read of it
+     * (that put) before our rewrite within this process */
+    if (c >= 2)
+        WEFT_P2P_LEAD(k, a, bad, weft_p2p_wait(a, s, WEFT_P2P_ACK) || (!s->mem && weft_pc_flush(&pc[WEFT_P2P_DATA])));
+    if (bad)
+        return 1;
+    if (s->mem) {
+        /* straight into the peer's landing slot; the grid sync in LEAD
+         * orders every thread's copy before the release signal */
+        weft_p2p_copy(k, d, s, off, n, (char *)mc[WEFT_P2P_DATA].dst + (2 + half) * slot, 1);
+        WEFT_P2P_LEAD(k, a, bad, (weft_mc_signal(&mc[WEFT_P2P_DATA]), 0));
+    } else {
+        weft_p2p_copy(k, d, s, off, n, s->lbuf + half * slot, 1);
+        WEFT_P2P_LEAD(k, a, bad, weft_pc_put_with_signal(&pc[WEFT_P2P_DATA], (2 + half) * slot, half * slot, n));
     }
-    *badp = bad;
+    return bad;
 }
 
-/* Step c's receives: chunk c of every receive stream that has one. */
-WEFT_DEVICE void weft_p2p_recv_step(const weft_kctx_t *k, weft_coll_args_t *a, const weft_p2p_desc_t *d, uint64_t c,
-                                    uint64_t half, int *badp)
+/* Receives chunk c of stream @p s: wait, copy out, acknowledge. */
+WEFT_DEVICE int weft_p2p_recv_chunk(const weft_kctx_t *k, weft_coll_args_t *a, const weft_p2p_desc_t *d,
+                                    const weft_p2p_stream_t *s, uint64_t c, uint64_t off, uint64_t n)
+{
+    int bad = 0;
+    WEFT_P2P_LEAD(k, a, bad, weft_p2p_wait(a, s, WEFT_P2P_DATA));
+    if (bad)
+        return 1;
+    weft_p2p_copy(k, d, s, off, n, s->lbuf + (2 + (c & 1)) * a->p2p_slot, 0);
+    WEFT_P2P_LEAD(k, a, bad, weft_p2p_ack(a, s));
+    return bad;
+}
+
+/* Step c in one direction: chunk c of every stream that sends (@p send 1)
+ * or receives (0) and has one. */
+WEFT_DEVICE int weft_p2p_step(const weft_kctx_t *k, weft_coll_args_t *a, const weft_p2p_desc_t *d, uint64_t c,
+                              uint32_t send)
 {
     const weft_p2p_stream_t *st = weft_p2p_streams(d);
     uint64_t slot = a->p2p_slot;
-    int bad = *badp;
+    int bad = 0;
     for (uint32_t i = 0; i < d->nstreams && !bad; i++) {
         const weft_p2p_stream_t *s = &st[i];
         uint64_t off = c * slot, n = s->bytes - off < slot ? s->bytes - off : slot;
-        if (s->send || c >= weft_p2p_chunks(s, slot))
+        if (s->send != send || c >= weft_p2p_chunks(s, slot))
             continue;
-        WEFT_P2P_LEAD(k, a, bad, weft_p2p_wait(a, s, WEFT_P2P_DATA));
-        if (bad)
-            break;
-        weft_p2p_copy(k, d, s, off, n, s->lbuf + (2 + half) * slot, 0);
-        WEFT_P2P_LEAD(k, a, bad, weft_p2p_ack(a, s));
+        bad = send ? weft_p2p_send_chunk(k, a, d, s, c, off, n) : weft_p2p_recv_chunk(k, a, d, s, c, off, n);
     }
-    *badp = bad;
+    return bad;
 }
 
 WEFT_DEVICE void weft_coll_p2p(const weft_kctx_t *k, void *args)
@@ -202,13 +203,9 @@ WEFT_DEVICE void weft_coll_p2p(const weft_kctx_t *k, void *args)
         if (weft_p2p_chunks(&st[i], slot) > steps)
             steps = weft_p2p_chunks(&st[i], slot);
     for (uint64_t c = 0; c < steps && !bad; c++) {
-        uint64_t half = c & 1;
-        for (int phase = 0; phase < 2 && !bad; phase++) {
-            if ((phase == 0) == (d->recv_first != 0))
-                weft_p2p_recv_step(k, a, d, c, half, &bad);
-            else
-                weft_p2p_send_step(k, a, d, c, half, &bad);
-        }
+        /* sends first (a group), or receives first (forwarding) */
+        uint32_t first = d->recv_first ? 0u : 1u;
+        bad = weft_p2p_step(k, a, d, c, first) || weft_p2p_step(k, a, d, c, 1u - first);
     }
     /* the last (up to two) chunks of every send stream: their ACKs */
     for (uint32_t i = 0; i < d->nstreams && !bad; i++) {
