@@ -123,6 +123,14 @@ static int rank_main(int rank, int nranks, void *arg)
         if (d2)
             weft_mem_free(comm, d2);
     }
+    /* arg: 1 = legacy IPC handles demanded (WEFT_CUDA_VMM=0): no fd handles */
+    if (arg && (comm->caps & WEFT_CAP_IPC_FD))
+        fails += rank_fail("WEFT_CUDA_VMM=0, yet the backend shares memory as file descriptors");
+    if (rank == 0) {
+        printf("# device memory shared as %s\n",
+               (comm->caps & WEFT_CAP_IPC_FD) ? "file descriptors (cuMem VMM)" : "legacy runtime IPC handles");
+        fflush(stdout);
+    }
     if (!(comm->caps & WEFT_CAP_IPC) || (comm->caps & WEFT_CAP_MULTICAST))
         fails += rank_fail("capabilities %#llx: IPC expected, multicast never by default", (unsigned long long)comm->caps);
     weft_bootstrap_barrier(comm);
@@ -252,7 +260,7 @@ int main(void)
         skip_all("no %s GPU here (%s)", GPU_BACKEND,
                  ops ? GPU_BACKEND " backend built, never run: no device" : GPU_BACKEND " backend not built");
     }
-    plan(3);
+    plan(4);
     {
         ranks_result_t res;
         if (run_ranks(1, 60000, dmabuf_check, NULL, &res))
@@ -267,5 +275,10 @@ int main(void)
     ok(run_ranks(2, 120000, rank_main, NULL, NULL),
        "2 processes on one GPU: device memory, IPC import, stream copies through the peer's mapping, "
        "allreduce kernels, send/recv both ways in a group");
+    /* the legacy path too: cudaMalloc and runtime IPC handles */
+    setenv("WEFT_CUDA_VMM", "0", 1);
+    ok(run_ranks(2, 120000, rank_main, (void *)1, NULL),
+       "the same with WEFT_CUDA_VMM=0 (legacy IPC handles where the first run may have used VMM fds)");
+    unsetenv("WEFT_CUDA_VMM");
     return test_done();
 }

@@ -3,19 +3,26 @@
  * src/backend/hip/hip_backend.c with WEFT_RT_HIP defined, the hip backend
  * over HIP: the two runtimes' APIs used here differ only in prefix).
  *
- * Memory: cudaMalloc with legacy IPC handles (the blob carries the
- * cudaIpcMemHandle_t); host-mapped memory from cudaHostAlloc. On HIP, memory
+ * Memory (CUDA): cuMem VMM allocations, shareable as POSIX file
+ * descriptors that the core passes to peers over its Unix socket (the blob
+ * says "VMM" and carries the size); where the driver lacks VMM or fd
+ * handles, or WEFT_CUDA_VMM=0, cudaMalloc with legacy IPC handles (the
+ * blob carries the cudaIpcMemHandle_t). The driver calls are reached
+ * through the runtime's entry-point lookup, so the library never links
+ * libcuda. HIP: hipMalloc with legacy IPC handles. Host-mapped memory from
+ * cudaHostAlloc. On HIP, memory
  * the protocol polls across devices (WEFT_GPU_MEM_SYNC) is fine-grained
  * (uncached where the runtime offers it), so another GPU's or the CPU's
  * stores become visible without a cache flush. Launches run the portable
  * bodies instantiated by src/kernels/gpu_instantiate.h (cuda_kernels.cu,
- * hip_kernels.hip). The cuMem VMM / fd-based memory path is not written
- * yet.
+ * hip_kernels.hip).
  */
 #include "config.h"
 #include "gpu.h"
 #include "log.h"
 #include "util.h"
+
+#include "param.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -73,7 +80,8 @@
 #define rtMemcpyDefault cudaMemcpyDefault
 #endif
 
-#define RT_MAGIC 0x49505452u /* "RTPI" */
+#define RT_MAGIC 0x49505452u /* "RTPI": a legacy runtime IPC handle */
+#define VMM_MAGIC 0x4d4d5657u /* "WVMM": a cuMem allocation, its fd passed beside */
 
 struct weft_gpu_ctx {
     int device;
@@ -124,6 +132,21 @@ static void rt_fini(weft_gpu_ctx_t *ctx)
 }
 
 #ifndef WEFT_RT_HIP
+/* A driver function through the runtime's entry-point lookup (no libcuda
+ * link: the library loads where no driver is installed); NULL if absent. */
+static void *driver_entry(const char *name)
+{
+    void *fn = NULL;
+    enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+    if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q) != cudaSuccess)
+#else
+    if (cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault, &q) != cudaSuccess)
+#endif
+        return NULL;
+    return q == cudaDriverEntryPointSuccess ? fn : NULL;
+}
+
 /*
  * dma-buf export of device memory, for NICs to register it
  * (ibv_reg_dmabuf_mr). cuMemGetHandleForAddressRange is a driver call:
@@ -137,17 +160,7 @@ static pthread_once_t range_handle_once = PTHREAD_ONCE_INIT;
 
 static void range_handle_lookup(void)
 {
-    void *fn = NULL;
-    enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-#if CUDART_VERSION >= 12050
-    if (cudaGetDriverEntryPointByVersion("cuMemGetHandleForAddressRange", &fn, 12000, cudaEnableDefault, &q) ==
-            cudaSuccess &&
-        q == cudaDriverEntryPointSuccess)
-#else
-    if (cudaGetDriverEntryPoint("cuMemGetHandleForAddressRange", &fn, cudaEnableDefault, &q) == cudaSuccess &&
-        q == cudaDriverEntryPointSuccess)
-#endif
-        get_range_handle = (get_range_handle_fn_t)fn;
+    get_range_handle = (get_range_handle_fn_t)driver_entry("cuMemGetHandleForAddressRange");
 }
 
 static weft_status_t rt_dmabuf_export(weft_gpu_ctx_t *ctx, void *ptr, size_t bytes, int *fd, uint64_t *offset)
@@ -172,15 +185,142 @@ static weft_status_t rt_dmabuf_export(weft_gpu_ctx_t *ctx, void *ptr, size_t byt
 }
 #endif
 
+#ifndef WEFT_RT_HIP
+/*
+ * cuMem VMM. An allocation is a physical handle mapped at a reserved
+ * address range; exporting it gives a file descriptor, and a peer that
+ * receives the fd imports the handle and maps it in its own range.
+ */
+#include <cuda.h>
+
+typedef struct {
+    CUresult (*device_get)(CUdevice *, int);
+    CUresult (*attribute)(int *, CUdevice_attribute, CUdevice);
+    CUresult (*granularity)(size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags);
+    CUresult (*create)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long);
+    CUresult (*release)(CUmemGenericAllocationHandle);
+    CUresult (*reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+    CUresult (*address_free)(CUdeviceptr, size_t);
+    CUresult (*map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
+    CUresult (*unmap)(CUdeviceptr, size_t);
+    CUresult (*set_access)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
+    CUresult (*export_handle)(void *, CUmemGenericAllocationHandle, CUmemAllocationHandleType, unsigned long long);
+    CUresult (*import_handle)(CUmemGenericAllocationHandle *, void *, CUmemAllocationHandleType);
+} vmm_api_t;
+
+static vmm_api_t vmm;
+static int vmm_found;
+static pthread_once_t vmm_once = PTHREAD_ONCE_INIT;
+
+static void vmm_lookup(void)
+{
+#define VMM_ENTRY(field, name) (*(void **)&vmm.field = driver_entry(name)) != NULL
+    vmm_found = VMM_ENTRY(device_get, "cuDeviceGet") && VMM_ENTRY(attribute, "cuDeviceGetAttribute") &&
+                VMM_ENTRY(granularity, "cuMemGetAllocationGranularity") && VMM_ENTRY(create, "cuMemCreate") &&
+                VMM_ENTRY(release, "cuMemRelease") && VMM_ENTRY(reserve, "cuMemAddressReserve") &&
+                VMM_ENTRY(address_free, "cuMemAddressFree") && VMM_ENTRY(map, "cuMemMap") &&
+                VMM_ENTRY(unmap, "cuMemUnmap") && VMM_ENTRY(set_access, "cuMemSetAccess") &&
+                VMM_ENTRY(export_handle, "cuMemExportToShareableHandle") &&
+                VMM_ENTRY(import_handle, "cuMemImportFromShareableHandle");
+#undef VMM_ENTRY
+}
+
+/* A mapped VMM allocation (ours, or a peer's imported). */
+typedef struct {
+    CUmemGenericAllocationHandle handle;
+    CUdeviceptr va;
+    size_t size;
+} vmm_alloc_t;
+
+/* The device supports VMM with fd handles, and WEFT_CUDA_VMM is not 0. */
+static int vmm_usable(weft_gpu_ctx_t *ctx, CUmemAllocationProp *prop, size_t *gran)
+{
+    CUdevice dev;
+    int vmm_ok = 0, fd_ok = 0, rdma = 0;
+    if (weft_param_int(WEFT_P_CUDA_VMM) == 0)
+        return 0;
+    pthread_once(&vmm_once, vmm_lookup);
+    if (!vmm_found || vmm.device_get(&dev, ctx->device) != CUDA_SUCCESS ||
+        vmm.attribute(&vmm_ok, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev) != CUDA_SUCCESS ||
+        vmm.attribute(&fd_ok, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, dev) != CUDA_SUCCESS ||
+        !vmm_ok || !fd_ok)
+        return 0;
+    vmm.attribute(&rdma, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED, dev);
+    memset(prop, 0, sizeof(*prop));
+    prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop->location.id = dev;
+    prop->requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    prop->allocFlags.gpuDirectRDMACapable = rdma ? 1 : 0; /* NICs may register it (dma-buf) */
+    return vmm.granularity(gran, prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) == CUDA_SUCCESS && *gran > 0;
+}
+
+static weft_status_t vmm_check(CUresult r, const char *what)
+{
+    if (r == CUDA_SUCCESS)
+        return WEFT_OK;
+    weft_error(WEFT_SUB_GPU, "cuda backend: %s failed (driver error %d)", what, (int)r);
+    return r == CUDA_ERROR_OUT_OF_MEMORY ? WEFT_ERR_NO_MEMORY : WEFT_ERR_BACKEND;
+}
+
+/* Maps @p handle (of @p size bytes) at a new range, read-write for our device. */
+static weft_status_t vmm_map(weft_gpu_ctx_t *ctx, CUmemGenericAllocationHandle handle, size_t size, size_t align,
+                             vmm_alloc_t **out)
+{
+    vmm_alloc_t *v = calloc(1, sizeof(*v));
+    CUmemAccessDesc access;
+    weft_status_t status;
+    if (!v)
+        return WEFT_ERR_NO_MEMORY;
+    v->handle = handle;
+    v->size = size;
+    memset(&access, 0, sizeof(access));
+    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access.location.id = ctx->device;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    if ((status = vmm_check(vmm.reserve(&v->va, size, align, 0, 0), "cuMemAddressReserve")) != WEFT_OK) {
+        free(v);
+        return status;
+    }
+    if ((status = vmm_check(vmm.map(v->va, size, 0, handle, 0), "cuMemMap")) != WEFT_OK) {
+        vmm.address_free(v->va, size);
+        free(v);
+        return status;
+    }
+    if ((status = vmm_check(vmm.set_access(v->va, size, &access, 1), "cuMemSetAccess")) != WEFT_OK) {
+        vmm.unmap(v->va, size);
+        vmm.address_free(v->va, size);
+        free(v);
+        return status;
+    }
+    *out = v;
+    return WEFT_OK;
+}
+
+static void vmm_unmap(vmm_alloc_t *v)
+{
+    vmm.unmap(v->va, v->size);
+    vmm.release(v->handle);
+    vmm.address_free(v->va, v->size);
+    free(v);
+}
+#endif
+
 static uint64_t rt_caps(weft_gpu_ctx_t *ctx)
 {
-    (void)ctx;
+    uint64_t caps = WEFT_CAP_IPC | WEFT_CAP_HOST_MAPPED;
 #ifndef WEFT_RT_HIP
+    CUmemAllocationProp prop;
+    size_t gran;
     pthread_once(&range_handle_once, range_handle_lookup);
     if (get_range_handle)
-        return WEFT_CAP_IPC | WEFT_CAP_HOST_MAPPED | WEFT_CAP_DMABUF;
+        caps |= WEFT_CAP_DMABUF;
+    if (vmm_usable(ctx, &prop, &gran))
+        caps |= WEFT_CAP_IPC_FD;
+#else
+    (void)ctx;
 #endif
-    return WEFT_CAP_IPC | WEFT_CAP_HOST_MAPPED;
+    return caps;
 }
 
 static weft_status_t rt_props(weft_gpu_ctx_t *ctx, weft_gpu_props_t *p)
@@ -214,6 +354,29 @@ static weft_status_t rt_mem_alloc(weft_gpu_ctx_t *ctx, size_t bytes, unsigned fl
         return status;
 #else
     (void)flags; /* NVIDIA GPUs see each other's and the CPU's stores at system scope */
+    {
+        CUmemAllocationProp prop;
+        size_t gran;
+        if (vmm_usable(ctx, &prop, &gran)) {
+            CUmemGenericAllocationHandle h;
+            size_t size = (bytes + gran - 1) / gran * gran;
+            vmm_alloc_t *v;
+            if ((status = vmm_check(vmm.create(&h, size, &prop, 0), "cuMemCreate")) != WEFT_OK)
+                return status;
+            if ((status = vmm_map(ctx, h, size, gran, &v)) != WEFT_OK) {
+                vmm.release(h);
+                return status;
+            }
+            if ((status = rt_check(RT(Memset)((void *)v->va, 0, size), "zero-fill")) != WEFT_OK) {
+                vmm_unmap(v);
+                return status;
+            }
+            out->ptr = (void *)v->va;
+            out->size = size;
+            out->priv = v;
+            return WEFT_OK;
+        }
+    }
     if ((status = rt_check(RT(Malloc)(&p, bytes), "device allocation")) != WEFT_OK)
         return status;
 #endif
@@ -230,6 +393,14 @@ static weft_status_t rt_mem_alloc(weft_gpu_ctx_t *ctx, size_t bytes, unsigned fl
 static weft_status_t rt_mem_free(weft_gpu_ctx_t *ctx, weft_gpu_alloc_t *alloc)
 {
     RT(SetDevice)(ctx->device);
+#ifndef WEFT_RT_HIP
+    if (alloc->priv) {
+        /* kernels may still use it: unmapping under them is undefined */
+        RT(DeviceSynchronize)();
+        vmm_unmap(alloc->priv);
+        return WEFT_OK;
+    }
+#endif
     return rt_check(RT(Free)(alloc->ptr), "device free");
 }
 
@@ -264,6 +435,24 @@ static weft_status_t rt_ipc_export(weft_gpu_ctx_t *ctx, const weft_gpu_alloc_t *
     uint64_t size = alloc->size;
     weft_status_t status;
     RT(SetDevice)(ctx->device);
+#ifndef WEFT_RT_HIP
+    if (alloc->priv) {
+        /* blob: u32 VMM magic | u32 reserved | u64 size; the fd goes beside it */
+        const vmm_alloc_t *v = alloc->priv;
+        int fd = -1;
+        if ((status = vmm_check(vmm.export_handle(&fd, v->handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+                                "cuMemExportToShareableHandle")) != WEFT_OK)
+            return status;
+        magic = VMM_MAGIC;
+        size = v->size;
+        memset(out, 0, sizeof(*out));
+        memcpy(out->blob, &magic, 4);
+        memcpy(out->blob + 8, &size, 8);
+        out->blob_len = 16;
+        out->fd = fd;
+        return WEFT_OK;
+    }
+#endif
     if ((status = rt_check(RT(IpcGetMemHandle)(&h, alloc->ptr), "IPC handle export")) != WEFT_OK)
         return status;
     memset(out, 0, sizeof(*out));
@@ -276,19 +465,54 @@ static weft_status_t rt_ipc_export(weft_gpu_ctx_t *ctx, const weft_gpu_alloc_t *
 }
 
 static weft_status_t rt_ipc_import(weft_gpu_ctx_t *ctx, const uint8_t *blob, uint32_t blob_len, int fd,
-                                   size_t size, void **ptr, void **handle)
+                                   size_t size, void **ptr, void **handle_out)
 {
     rtIpcMemHandle_t h;
     uint32_t magic;
     uint64_t alloc_size;
     void *p = NULL;
     weft_status_t status;
+    if (blob_len < 16) {
+        if (fd >= 0)
+            close(fd);
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    memcpy(&magic, blob, 4);
+    memcpy(&alloc_size, blob + 8, 8);
+#ifndef WEFT_RT_HIP
+    if (magic == VMM_MAGIC) {
+        CUmemGenericAllocationHandle handle;
+        CUmemAllocationProp prop;
+        size_t gran;
+        vmm_alloc_t *v;
+        weft_status_t st;
+        if (blob_len != 16 || fd < 0 || alloc_size != size || !vmm_usable(ctx, &prop, &gran) ||
+            size % gran != 0) {
+            if (fd >= 0)
+                close(fd);
+            weft_error(WEFT_SUB_GPU, "cuda backend: a VMM export (%zu bytes, fd %d) this process cannot import",
+                       size, fd);
+            return WEFT_ERR_INVALID_ARGUMENT;
+        }
+        RT(SetDevice)(ctx->device);
+        st = vmm_check(vmm.import_handle(&handle, (void *)(uintptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+                       "cuMemImportFromShareableHandle");
+        close(fd); /* the handle holds the memory now */
+        if (st != WEFT_OK)
+            return st;
+        if ((st = vmm_map(ctx, handle, size, gran, &v)) != WEFT_OK) {
+            vmm.release(handle);
+            return st;
+        }
+        *ptr = (void *)v->va;
+        *handle_out = v;
+        return WEFT_OK;
+    }
+#endif
     if (fd >= 0)
         close(fd);
     if (blob_len != 16 + sizeof(h))
         return WEFT_ERR_INVALID_ARGUMENT;
-    memcpy(&magic, blob, 4);
-    memcpy(&alloc_size, blob + 8, 8);
     if (magic != RT_MAGIC || alloc_size != size)
         return WEFT_ERR_INVALID_ARGUMENT;
     memcpy(&h, blob + 16, sizeof(h));
@@ -297,14 +521,22 @@ static weft_status_t rt_ipc_import(weft_gpu_ctx_t *ctx, const uint8_t *blob, uin
         WEFT_OK)
         return status;
     *ptr = p;
-    *handle = NULL;
+    *handle_out = NULL;
     return WEFT_OK;
 }
 
 static weft_status_t rt_ipc_close(weft_gpu_ctx_t *ctx, void *ptr, void *handle)
 {
-    (void)handle;
     RT(SetDevice)(ctx->device);
+#ifndef WEFT_RT_HIP
+    if (handle) { /* an imported VMM mapping */
+        RT(DeviceSynchronize)();
+        vmm_unmap(handle);
+        return WEFT_OK;
+    }
+#else
+    (void)handle;
+#endif
     return rt_check(RT(IpcCloseMemHandle)(ptr), "IPC handle close");
 }
 
