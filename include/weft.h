@@ -329,6 +329,10 @@ WEFT_API weft_status_t weft_stream_destroy(weft_stream_t *stream);
 /** Waits for the queued work, then reports device errors as
  * weft_comm_check_device does. */
 WEFT_API weft_status_t weft_stream_synchronize(weft_stream_t *stream);
+/** The GPU runtime's own stream under @p stream (a cudaStream_t or
+ * hipStream_t), for work of other libraries ordered with weft's; the host
+ * backend has none: WEFT_ERR_UNSUPPORTED. */
+WEFT_API weft_status_t weft_stream_native(const weft_stream_t *stream, void **native);
 /** Queues a copy between any host or device memory of the backend. */
 WEFT_API weft_status_t weft_memcpy(weft_stream_t *stream, void *dst, const void *src, size_t bytes);
 /**

@@ -255,8 +255,9 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
     size_t alloc;
     long total_wrong = 0;
     double bw_sum = 0;
-    perf_point_t pts[128], mpi_pts[128];
-    double last_mpi_us = 0, last_us = 0;
+    perf_point_t pts[128], ref_pts[128];
+    perf_ref_t *ref = NULL;
+    double last_ref_us = 0, last_us = 0;
     size_t last_size = 0;
     int nsizes = 0, rc = 0, show_progress;
 
@@ -283,21 +284,28 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
         return 3;
     }
     show_progress = b.rank == 0 && isatty(STDERR_FILENO);
-    if (o->vs_mpi) {
-#ifdef WEFT_HAVE_MPI
+    if (o->vs) {
         const char *backend = "?";
-        char why[160];
+        char why[200] = "";
         weft_comm_backend(comm, &backend);
-        if (!perf_mpi_check(o, backend, why, sizeof(why))) {
+#ifdef WEFT_HAVE_MPI
+        if (o->vs == PERF_VS_MPI && !(ref = perf_mpi_ref_open(o, backend, why, sizeof(why)))) {
             if (b.rank == 0)
                 fprintf(stderr, "weft-perf: %s\n", why);
             rc = 2;
             goto out;
         }
-#else
-        rc = 2; /* weft-perf.c refuses --vs mpi in a build without MPI */
-        goto out;
 #endif
+        if (o->vs == PERF_VS_NCCL && strcmp(backend, "cuda") != 0 && strcmp(backend, "hip") != 0) {
+            if (b.rank == 0)
+                fprintf(stderr, "weft-perf: --vs nccl compares on GPU memory: it needs --backend cuda or hip "
+                                "(this job: %s)\n", backend);
+            rc = 2;
+            goto out;
+        }
+        /* NCCL may be missing or refuse (one GPU per rank): said, then weft alone */
+        if (o->vs == PERF_VS_NCCL && !(ref = perf_nccl_ref_open(comm, b.stream, o, why, sizeof(why))) && b.rank == 0)
+            printf("# --vs nccl: %s; weft runs alone\n", why);
     }
     if (b.rank == 0) {
         const char *backend = "?", *algo = "?";
@@ -308,14 +316,17 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
                o->name, b.nranks, backend, dtype_names[b.t], op_names[b.op], o->root, o->iters, o->warmup,
                o->check ? "on" : "off");
         weft_coll_algorithm(comm, o->name, o->min_bytes, &algo);
+        char ref_head[64] = "", ratio_head[64] = "";
+        if (ref) {
+            snprintf(ref_head, sizeof(ref_head), "        %s (out-of-place)", ref->name);
+            snprintf(ratio_head, sizeof(ratio_head), "       time    busbw weft/%-4s", ref->name);
+        }
         printf("#\n# %10s %12s %8s %6s %5s %10s %8s %8s %6s %10s %8s %8s %6s%s\n", "", "", "", "", "",
-               "out-of-place", "", "", "", "in-place", "", "", "", o->vs_mpi ? "        MPI (out-of-place)" : "");
+               "out-of-place", "", "", "", "in-place", "", "", "", ref_head);
         printf("# %10s %12s %8s %6s %5s %10s %8s %8s %6s %10s %8s %8s %6s%s\n", "size", "count", "type", "redop", "root",
-               "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong",
-               o->vs_mpi ? "       time    busbw weft/mpi" : "");
+               "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", ratio_head);
         printf("# %10s %12s %8s %6s %5s %10s %8s %8s %6s %10s %8s %8s %6s%s\n", "(B)", "(elements)", "", "", "", "(us)",
-               "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "",
-               o->vs_mpi ? "       (us)   (GB/s)   (time)" : "");
+               "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", ref ? "       (us)   (GB/s)   (time)" : "");
         fflush(stdout);
     }
     for (size_t bytes = o->min_bytes;;) {
@@ -324,7 +335,7 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
                                        b.o->coll == PERF_ALLTOALL
                                    ? count * (uint64_t)b.nranks
                                    : count) * b.es;
-        double us[2], mpi_us = 0;
+        double us[2], ref_us = 0;
         long wrong[2] = {0, 0};
         for (int inplace = 0; inplace < 2; inplace++) {
             if ((o->coll == PERF_ALLTOALL || o->coll == PERF_SENDRECV || o->coll == PERF_BARRIER) && inplace) {
@@ -354,13 +365,11 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
                 total_wrong += wrong[inplace];
             }
         }
-#ifdef WEFT_HAVE_MPI
-        if (o->vs_mpi && (mpi_us = perf_mpi_time_us(o, b.send, b.recv, count)) < 0) {
-            fprintf(stderr, "rank %d: MPI %s of %zu bytes failed\n", b.rank, o->name, size);
+        if (ref && (ref_us = ref->time_us(ref, o, b.send, b.recv, count)) < 0) {
+            fprintf(stderr, "rank %d: %s %s of %zu bytes failed\n", b.rank, ref->name, o->name, size);
             rc = 4;
             goto out;
         }
-#endif
         if (b.rank == 0) {
             double alg[2], bus[2];
             for (int k = 0; k < 2; k++) {
@@ -375,9 +384,9 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
                 printf(" %10s %8s %8s %6s", "n/a", "", "", "");
             else
                 printf(" %10.2f %8.3f %8.3f %6ld", us[1], alg[1], bus[1], o->check ? wrong[1] : -1L);
-            if (o->vs_mpi)
-                printf(" %10.2f %8.3f %8.3f", mpi_us, mpi_us > 0 ? (double)size / mpi_us / 1e3 * bus_factor(&b) : 0,
-                       mpi_us > 0 ? us[0] / mpi_us : 0);
+            if (ref)
+                printf(" %10.2f %8.3f %8.3f", ref_us, ref_us > 0 ? (double)size / ref_us / 1e3 * bus_factor(&b) : 0,
+                       ref_us > 0 ? us[0] / ref_us : 0);
             printf("\n");
             fflush(stdout);
             if (json)
@@ -387,18 +396,18 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
                         "\"ip_time_us\":%.3f,\"ip_algbw\":%.4f,\"ip_busbw\":%.4f,\"ip_wrong\":%ld}\n",
                         o->name, b.nranks, size, (unsigned long long)count, dtype_names[b.t], op_names[b.op],
                         o->root, us[0], alg[0], bus[0], wrong[0], us[1], alg[1], bus[1], wrong[1]);
-            if (json && o->vs_mpi) /* the same object, with MPI's figures */
-                fprintf(json, "{\"collective\":\"%s\",\"ranks\":%d,\"size\":%zu,\"library\":\"mpi\","
-                              "\"oop_time_us\":%.3f,\"weft_over_mpi\":%.4f}\n",
-                        o->name, b.nranks, size, mpi_us, mpi_us > 0 ? us[0] / mpi_us : 0);
+            if (json && ref) /* one more object per size, with the other library's figures */
+                fprintf(json, "{\"collective\":\"%s\",\"ranks\":%d,\"size\":%zu,\"library\":\"%s\","
+                              "\"oop_time_us\":%.3f,\"weft_over_library\":%.4f}\n",
+                        o->name, b.nranks, size, ref->name, ref_us, ref_us > 0 ? us[0] / ref_us : 0);
             bw_sum += bus[0];
             if (nsizes < 128) {
                 pts[nsizes] = (perf_point_t){size, bus[0]};
-                mpi_pts[nsizes] = (perf_point_t){size, mpi_us > 0 ? (double)size / mpi_us / 1e3 * bus_factor(&b) : 0};
+                ref_pts[nsizes] = (perf_point_t){size, ref_us > 0 ? (double)size / ref_us / 1e3 * bus_factor(&b) : 0};
             }
             last_size = size;
             last_us = us[0];
-            last_mpi_us = mpi_us;
+            last_ref_us = ref_us;
             nsizes++;
             if (show_progress)
                 fprintf(stderr, "weft-perf: %zu of up to %zu bytes done", size, o->max_bytes);
@@ -415,27 +424,31 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
             fprintf(stderr, "\r%60s\r", "");
         printf("# Out of bounds values : %ld %s\n", total_wrong, total_wrong ? "FAILED" : "OK");
         printf("# Avg bus bandwidth    : %g\n#\n", nsizes ? bw_sum / nsizes : 0.0);
-        if (o->vs_mpi && last_size > 0) {
+        if (ref && o->vs == PERF_VS_MPI && last_size > 0) {
             double mc = memcpy_gbps(b.hrecv, b.hsend, last_size);
             double wb = last_us > 0 ? (double)last_size / last_us / 1e3 * bus_factor(&b) : 0;
-            double mb = last_mpi_us > 0 ? (double)last_size / last_mpi_us / 1e3 * bus_factor(&b) : 0;
+            double mb = last_ref_us > 0 ? (double)last_size / last_ref_us / 1e3 * bus_factor(&b) : 0;
             printf("# memcpy bandwidth     : %.3f GB/s (one core, %zu bytes, median of 7, this run)\n", mc, last_size);
             printf("# at %zu bytes        : weft busbw %.3f GB/s (%.2f x memcpy), MPI %.3f GB/s (%.2f x memcpy)\n#\n",
                    last_size, wb, mc > 0 ? wb / mc : 0, mb, mc > 0 ? mb / mc : 0);
         }
         if (o->plot) {
             char title[160];
+            char ref_line[64];
             perf_series_t series[2] = {{"weft (out of place)", pts, nsizes < 128 ? nsizes : 128},
-                                       {"MPI (out of place)", mpi_pts, nsizes < 128 ? nsizes : 128}};
+                                       {ref_line, ref_pts, nsizes < 128 ? nsizes : 128}};
+            snprintf(ref_line, sizeof(ref_line), "%s (out of place)", ref ? ref->name : "");
             snprintf(title, sizeof(title), "weft %s, %d ranks, %s %s", o->name, b.nranks, dtype_names[b.t],
                      op_names[b.op]);
-            if (perf_plot_svg(o->plot, title, series, o->vs_mpi ? 2 : 1) != 0)
+            if (perf_plot_svg(o->plot, title, series, ref ? 2 : 1) != 0)
                 fprintf(stderr, "weft-perf: cannot write %s\n", o->plot);
         }
     }
     if (total_wrong)
         rc = 1;
 out:
+    if (ref)
+        ref->close(ref);
     if (json)
         fclose(json);
     weft_mem_free(comm, b.send);

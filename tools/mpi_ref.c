@@ -52,7 +52,7 @@ static int reducing(perf_coll_t c)
     return c == PERF_ALLREDUCE || c == PERF_REDUCE_SCATTER || c == PERF_REDUCE;
 }
 
-int perf_mpi_check(const perf_opts_t *o, const char *backend, char *why, size_t len)
+static int mpi_check(const perf_opts_t *o, const char *backend, char *why, size_t len)
 {
     if (strcmp(backend, "host") != 0) {
         snprintf(why, len, "--vs mpi compares on host memory: it needs the host backend (this job: %s)", backend);
@@ -93,10 +93,11 @@ static int call(const perf_opts_t *o, void *s, void *r, uint64_t count)
     return MPI_ERR_OTHER;
 }
 
-double perf_mpi_time_us(const perf_opts_t *o, void *send, void *recv, uint64_t count)
+static double mpi_time_us(perf_ref_t *ref, const perf_opts_t *o, void *send, void *recv, uint64_t count)
 {
     double t0, mine, slowest = -1;
     int rc = MPI_SUCCESS;
+    (void)ref;
     if (count > INT_MAX)
         return -1;
     /* fp16-sized types moved as 16-bit words: the count is already in elements */
@@ -112,6 +113,17 @@ double perf_mpi_time_us(const perf_opts_t *o, void *send, void *recv, uint64_t c
         MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS)
         return -1;
     return slowest;
+}
+
+static void mpi_close(perf_ref_t *ref)
+{
+    (void)ref; /* MPI itself ends with the job (perf_mpi_run) */
+}
+
+perf_ref_t *perf_mpi_ref_open(const perf_opts_t *o, const char *backend, char *why, size_t len)
+{
+    static perf_ref_t mpi = {"MPI", mpi_time_us, mpi_close};
+    return mpi_check(o, backend, why, len) ? &mpi : NULL;
 }
 
 int perf_mpi_run(int *argc, char ***argv, const weft_comm_config_t *cfg, tool_rank_fn_t fn, void *arg)

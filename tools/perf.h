@@ -19,6 +19,8 @@ typedef enum {
     PERF_BARRIER   /* the device barrier: one line, no data */
 } perf_coll_t;
 
+enum { PERF_VS_NONE = 0, PERF_VS_MPI, PERF_VS_NCCL };
+
 typedef struct {
     perf_op_t kind;
     const char *name;
@@ -32,7 +34,7 @@ typedef struct {
     const char *json; /* --json FILE */
     const char *plot; /* --plot FILE.svg */
     unsigned transport; /* p2p: WEFT_TRANSPORT_IPC or _ETHERNET (--transport) */
-    int vs_mpi;       /* --vs mpi: the same sweep through MPI, side by side */
+    int vs;           /* --vs: PERF_VS_MPI or PERF_VS_NCCL (the same sweep through it, side by side) */
 } perf_opts_t;
 
 typedef struct {
@@ -66,17 +68,31 @@ tcp_ref_t *tcp_ref_open(weft_comm_t *comm, int rank, int nsock, size_t max_bytes
 double tcp_ref_us(tcp_ref_t *t, weft_comm_t *comm, size_t bytes, int iters, int reps);
 void tcp_ref_close(tcp_ref_t *t);
 
+/* A library run beside weft (--vs): the same call on the same buffers. */
+typedef struct perf_ref perf_ref_t;
+struct perf_ref {
+    const char *name; /* "MPI", "NCCL", "RCCL" */
+    /* Mean time over o->iters calls after o->warmup, slowest rank, us; -1
+     * on failure. Collective: every rank calls it for every size. */
+    double (*time_us)(perf_ref_t *ref, const perf_opts_t *o, void *send, void *recv, uint64_t count);
+    void (*close)(perf_ref_t *ref);
+};
+
+/* nccl_ref.c (--vs nccl): NCCL (RCCL on hip) loaded with dlopen, a
+ * communicator over the same ranks, on @p stream. NULL, with the reason in
+ * @p why, where it cannot run (collective: every rank gets the same answer). */
+perf_ref_t *perf_nccl_ref_open(weft_comm_t *comm, weft_stream_t *stream, const perf_opts_t *o, char *why,
+                               size_t len);
+
 #ifdef WEFT_HAVE_MPI
 #include "launch.h"
 /* mpi_ref.c (--vs mpi). Runs fn as one rank of this MPI job (MPI_Init, the
  * unique id broadcast by MPI, weft_comm_init); a rank that fails ends the
  * job with its code. */
 int perf_mpi_run(int *argc, char ***argv, const weft_comm_config_t *cfg, tool_rank_fn_t fn, void *arg);
-/* 0, with the reason in @p why, when MPI cannot run this comparison. */
-int perf_mpi_check(const perf_opts_t *o, const char *backend, char *why, size_t len);
-/* The same call through MPI: mean time over o->iters calls after o->warmup,
- * slowest rank, us; -1 on failure. Collective over MPI_COMM_WORLD. */
-double perf_mpi_time_us(const perf_opts_t *o, void *send, void *recv, uint64_t count);
+/* MPI over MPI_COMM_WORLD; NULL, with the reason in @p why, when MPI
+ * cannot run this comparison. */
+perf_ref_t *perf_mpi_ref_open(const perf_opts_t *o, const char *backend, char *why, size_t len);
 #endif
 
 #endif

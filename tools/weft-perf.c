@@ -283,9 +283,11 @@ static int long_option(int c, const char *arg, opts_t *o, weft_comm_config_t *cf
         }
         break;
     case OPT_VS:
-        if (strcmp(arg, "mpi") == 0) {
+        if (strcmp(arg, "nccl") == 0 || strcmp(arg, "rccl") == 0) {
+            o->vs = PERF_VS_NCCL;
+        } else if (strcmp(arg, "mpi") == 0) {
 #ifdef WEFT_HAVE_MPI
-            o->vs_mpi = 1;
+            o->vs = PERF_VS_MPI;
 #else
             fprintf(stderr, "weft-perf: --vs mpi: this build has no MPI (install Open MPI's development "
                             "files, e.g. libopenmpi-dev, and configure --with-mpi)\n");
@@ -294,9 +296,9 @@ static int long_option(int c, const char *arg, opts_t *o, weft_comm_config_t *cf
         } else {
             fprintf(stderr, "weft-perf: --vs %s: unknown library (this build compares with: %s)\n", arg,
 #ifdef WEFT_HAVE_MPI
-                    "mpi"
+                    "mpi, nccl, rccl"
 #else
-                    "none"
+                    "nccl, rccl"
 #endif
             );
             return 2;
@@ -330,7 +332,9 @@ static void usage(FILE *out)
             "            compared with raw TCP over as many streams, WEFT_NET_SOCKETS)\n"
             "  --vs mpi  device collectives: the same sweep through MPI in the same job, with the\n"
             "            time ratio weft/MPI per size (host backend; builds with MPI; with --ranks N\n"
-            "            weft-perf starts itself under mpirun -np N)\n");
+            "            weft-perf starts itself under mpirun -np N)\n"
+            "  --vs nccl the same through NCCL (RCCL on hip), loaded at run time, on the same GPU\n"
+            "            buffers and stream (cuda/hip backend; NCCL needs one GPU per rank)\n");
 }
 
 int main(int argc, char **argv)
@@ -433,14 +437,14 @@ int main(int argc, char **argv)
         snprintf(spec, sizeof(spec), "%s:%s", o.name, algo);
         setenv("WEFT_ALGO", spec, 1);
     }
-    if (o.vs_mpi && o.kind != OP_COLL) {
-        fprintf(stderr, "weft-perf: --vs mpi compares the device collectives, not %s\n", o.name);
+    if (o.vs && o.kind != OP_COLL) {
+        fprintf(stderr, "weft-perf: --vs compares the device collectives, not %s\n", o.name);
         return 2;
     }
 #ifdef WEFT_HAVE_MPI
-    if (o.vs_mpi && nranks > 0)
+    if (o.vs == PERF_VS_MPI && nranks > 0)
         return rerun_under_mpirun(nranks, argc0, argv0);
-    if (o.vs_mpi)
+    if (o.vs == PERF_VS_MPI)
         return perf_mpi_run(&argc0, &argv0, &cfg, coll_rank, &o);
 #else
     (void)argc0, (void)argv0;

@@ -5,6 +5,7 @@
 #include "log.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 weft_status_t weft_stream_create(weft_comm_t *comm, weft_stream_t **out)
 {
@@ -47,6 +48,19 @@ weft_status_t weft_stream_synchronize(weft_stream_t *st)
     if ((status = st->comm->gpu->stream_sync(st->comm->gctx, st->s)) != WEFT_OK)
         return status;
     return weft_comm_check_device(st->comm);
+}
+
+weft_status_t weft_stream_native(const weft_stream_t *st, void **native)
+{
+    if (!st || !native)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    /* the cuda and hip backends' streams are the runtime's stream handles */
+    if (strcmp(st->comm->gpu->name, "cuda") != 0 && strcmp(st->comm->gpu->name, "hip") != 0) {
+        weft_error_note("weft_stream_native: the %s backend has no runtime stream", st->comm->gpu->name);
+        return WEFT_ERR_UNSUPPORTED;
+    }
+    *native = st->s;
+    return WEFT_OK;
 }
 
 weft_status_t weft_memcpy(weft_stream_t *st, void *dst, const void *src, size_t bytes)

@@ -26,7 +26,7 @@ int main(void)
 {
     static char out[65536];
     char cmd[1024];
-    plan(23);
+    plan(24);
     snprintf(cmd, sizeof(cmd), "%s/tools/weft-info", TOP_BUILDDIR);
     is_int(0, run(cmd, out, sizeof(out)), "weft-info runs");
     ok(strstr(out, "GPU backends: host") && strstr(out, "networks: ethernet"), "and shows backends and networks");
@@ -88,11 +88,14 @@ rest:
     ok(strstr(out, "selection table") && strstr(out, "host     allreduce"), "and the selection table");
     snprintf(cmd, sizeof(cmd), "%s/tools/weft-perf --ranks 2 allreduce --vs nosuchlib 2>&1", TOP_BUILDDIR);
     is_int(2, run(cmd, out, sizeof(out)), "--vs with an unknown library is a usage error");
+    snprintf(cmd, sizeof(cmd), "%s/tools/weft-perf --ranks 2 allreduce --vs nccl -b 8 -e 8 2>&1", TOP_BUILDDIR);
+    ok(run(cmd, out, sizeof(out)) == 2 && strstr(out, "needs --backend cuda or hip"),
+       "--vs nccl on the host backend is refused, saying it needs a GPU backend");
 #ifdef WEFT_HAVE_MPI
     snprintf(cmd, sizeof(cmd), "%s/tools/weft-perf --ranks 2 allreduce --vs mpi -b 8 -e 64K -f 64 -n 3 -w 1 2>&1",
              TOP_BUILDDIR);
     is_int(0, run(cmd, out, sizeof(out)), "weft-perf --ranks 2 --vs mpi runs (under mpirun)");
-    ok(strstr(out, "weft/mpi") && strstr(out, "Out of bounds values : 0 OK") && strstr(out, "memcpy bandwidth"),
+    ok(strstr(out, "weft/MPI") && strstr(out, "Out of bounds values : 0 OK") && strstr(out, "memcpy bandwidth"),
        "and prints MPI's time and the ratio per size, checked, with the memcpy yardstick");
 #else
     snprintf(cmd, sizeof(cmd), "%s/tools/weft-perf --ranks 2 allreduce --vs mpi 2>&1", TOP_BUILDDIR);
