@@ -30,6 +30,8 @@ typedef struct {
 static const weft_algo_t algos[] = {
     {WEFT_COLL_ALLREDUCE, "packet", 1, WEFT_CAP_IPC, "coll_allreduce_packet",
      "one-shot: LL16 packets to every peer, no barrier (small messages)", 1},
+    {WEFT_COLL_ALLREDUCE, "packet2", 1, WEFT_CAP_IPC, "coll_allreduce_packet2",
+     "two-step: LL16 reduce-scatter then LL16 allgather, no barrier (medium messages)", 1},
     {WEFT_COLL_ALLREDUCE, "rsag", 0, WEFT_CAP_IPC, "coll_allreduce_rsag",
      "reduce-scatter then allgather through scratch, chunked", 1},
     {WEFT_COLL_ALLREDUCE, "ring", 0, 0, "coll_allreduce_ring",
@@ -393,7 +395,9 @@ static weft_status_t coll_setup(weft_comm_t *comm)
         return WEFT_ERR_NO_MEMORY;
     comm->coll = x;
     x->scratch_bytes = (size_t)WEFT_MAX(weft_param_int(WEFT_P_COLL_SCRATCH_BYTES), 4096) & ~(size_t)4095;
-    x->pkt_slot = 2 * ((packet_max() + 7) / 8 * 8) + 64;
+    /* a whole message as LL16 packets (twice its bytes), or, for the
+     * two-step, a block's in each half of the slot (coll_allreduce_packet2) */
+    x->pkt_slot = 2 * ((packet_max() + 7) / 8 * 8) + 128;
     x->pkt_bytes = 2 * (size_t)n * x->pkt_slot;
     x->rscratch = calloc((size_t)n, sizeof(*x->rscratch));
     x->rpkt = calloc((size_t)n, sizeof(*x->rpkt));

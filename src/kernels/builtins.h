@@ -19,6 +19,7 @@
     X(p2p_put_bw, weft_p2p_put_bw, weft_p2p_args_t)                                                                \
     X(p2p_pc_put_bw, weft_p2p_pc_put_bw, weft_p2p_args_t)                                                          \
     X(coll_allreduce_packet, weft_coll_allreduce_packet, weft_coll_args_t)                                         \
+    X(coll_allreduce_packet2, weft_coll_allreduce_packet2, weft_coll_args_t)                                       \
     X(coll_allreduce_rsag, weft_coll_allreduce_rsag, weft_coll_args_t)                                             \
     X(coll_allgather_mesh, weft_coll_allgather_mesh, weft_coll_args_t)                                             \
     X(coll_reduce_scatter_mesh, weft_coll_reduce_scatter_mesh, weft_coll_args_t)                                   \

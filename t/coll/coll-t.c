@@ -180,7 +180,7 @@ int main(void)
     /* small scratch and packet limits: many chunks, both allreduce algorithms */
     setenv("WEFT_COLL_SCRATCH_BYTES", "65536", 1);
     setenv("WEFT_COLL_PACKET_MAX_BYTES", "2048", 1);
-    plan(9);
+    plan(11);
     for (size_t i = 0; i < sizeof(nr) / sizeof(nr[0]); i++)
         ok(run_ranks(nr[i], 300000, rank_main, nr[i] == 8 ? (void *)1 : NULL, NULL),
            "%d ranks: allreduce, reduce-scatter, allgather, broadcast, reduce, alltoall x 12 types x 5 ops, "
@@ -197,6 +197,11 @@ int main(void)
            "allreduce:ring,allgather:ring,reducescatter:ring,broadcast:ring,reduce:ring,barrier:ring,alltoall:direct", 1);
     ok(run_ranks(2, 300000, rank_main, (void *)1, NULL), "2 ranks, the multi-host algorithms (ring; alltoall direct): the same sweep");
     ok(run_ranks(3, 300000, rank_main, (void *)1, NULL), "3 ranks, the multi-host algorithms (ring; alltoall direct): the same sweep");
+    /* the two-step packet allreduce (up to the packet limit; larger calls
+     * fall back to the selection): 3 ranks (uneven blocks) and 8 */
+    setenv("WEFT_ALGO", "allreduce:packet2", 1);
+    ok(run_ranks(3, 300000, rank_main, (void *)1, NULL), "3 ranks, allreduce by two-step LL packets: the same sweep");
+    ok(run_ranks(8, 300000, rank_main, (void *)1, NULL), "8 ranks, allreduce by two-step LL packets: the same sweep");
     /* the tree broadcast (links, chunks forwarded on arrival): 5 ranks
      * (an incomplete tree) and 8, every root */
     setenv("WEFT_ALGO", "broadcast:tree", 1);
