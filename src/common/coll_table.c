@@ -31,11 +31,13 @@ typedef struct {
 
 static const coll_rule_t rules[] = {
     /* host: LL packets cost an atomic store and a poll per 8 bytes, and
-     * ranks share cores: the one-shot wins only while the message is tiny
-     * (2 ranks: up to 16 KiB, 4 ranks: ~1 KiB, 8 ranks: ~512 B). */
-    {"host", WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 2, 16384, "packet"},
+     * ranks share cores: packets win only while the message is tiny (2
+     * ranks: the one-shot to ~2 KiB; 4 ranks: to ~1 KiB; 8 ranks: the
+     * two-step to ~2 KiB, where the one-shot's n-fold traffic already
+     * loses), then the barrier-synchronised rsag. */
+    {"host", WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 2, 2048, "packet"},
     {"host", WEFT_COLL_ALLREDUCE, ONE_HOST, 3, 4, 1024, "packet"},
-    {"host", WEFT_COLL_ALLREDUCE, ONE_HOST, 5, 0, 512, "packet"},
+    {"host", WEFT_COLL_ALLREDUCE, ONE_HOST, 5, 0, 2048, "packet2"},
     {"host", WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, UINT64_MAX, "rsag"},
     /* GPUs: the one-shot up to the packet slots (WEFT_COLL_PACKET_MAX_BYTES) */
     {"cuda", WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, 65536, "packet"},
