@@ -656,7 +656,7 @@ weft_status_t weft_p2p_tree_broadcast(weft_comm_t *comm, weft_stream_t *stream, 
                                       size_t bytes, int root)
 {
     int n = comm->nranks, rel = (comm->rank - root + n) % n, low = 1;
-    p2p_op_t ops[66], *ptrs[66];
+    p2p_op_t ops[66], *ptrs[66]; /* a parent and at most log2(nranks) <= 24 children */
     size_t nops = 0;
     weft_status_t status;
     while (low < n && !(rel & low))
