@@ -52,7 +52,7 @@ WEFT_PARAM(CHECK_ARGS, "WEFT_CHECK_ARGS", INT, "0",
            "1: before each collective, compare counts, types and roots across ranks and name the odd one")
 WEFT_PARAM(COLL_BLOCKS, "WEFT_COLL_BLOCKS", INT, "0",
            "blocks per collective launch (0: one; more need every block resident at once)")
-WEFT_PARAM(CUDA_VMM, "WEFT_CUDA_VMM", INT, "1",
+WEFT_PARAM(CUDA_VMM, "WEFT_CUDA_VMM", INT, "0",
            "cuda: 1 allocates device memory with cuMem VMM, shared as file descriptors (where the driver can); "
            "0 uses cudaMalloc and legacy IPC handles")
 WEFT_PARAM(P2P_SLOT_BYTES, "WEFT_P2P_SLOT_BYTES", INT, "262144",

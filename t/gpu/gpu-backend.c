@@ -123,9 +123,9 @@ static int rank_main(int rank, int nranks, void *arg)
         if (d2)
             weft_mem_free(comm, d2);
     }
-    /* arg: 1 = legacy IPC handles demanded (WEFT_CUDA_VMM=0): no fd handles */
-    if (arg && (comm->caps & WEFT_CAP_IPC_FD))
-        fails += rank_fail("WEFT_CUDA_VMM=0, yet the backend shares memory as file descriptors");
+    /* the default: legacy IPC handles, no fd handles */
+    if (!arg && (comm->caps & WEFT_CAP_IPC_FD))
+        fails += rank_fail("by default the backend should share memory as legacy IPC handles");
     if (rank == 0) {
         printf("# device memory shared as %s\n",
                (comm->caps & WEFT_CAP_IPC_FD) ? "file descriptors (cuMem VMM)" : "legacy runtime IPC handles");
@@ -275,10 +275,10 @@ int main(void)
     ok(run_ranks(2, 120000, rank_main, NULL, NULL),
        "2 processes on one GPU: device memory, IPC import, stream copies through the peer's mapping, "
        "allreduce kernels, send/recv both ways in a group");
-    /* the legacy path too: cudaMalloc and runtime IPC handles */
-    setenv("WEFT_CUDA_VMM", "0", 1);
+    /* cuMem VMM memory shared as file descriptors (where the driver has it) */
+    setenv("WEFT_CUDA_VMM", "1", 1);
     ok(run_ranks(2, 120000, rank_main, (void *)1, NULL),
-       "the same with WEFT_CUDA_VMM=0 (legacy IPC handles where the first run may have used VMM fds)");
+       "the same with WEFT_CUDA_VMM=1 (cuMem VMM memory, shared as file descriptors where the driver can)");
     unsetenv("WEFT_CUDA_VMM");
     return test_done();
 }
