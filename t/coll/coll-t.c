@@ -152,6 +152,16 @@ static int rank_main(int rank, int nranks, void *arg)
     if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, NULL, &c.comm) != WEFT_OK ||
         weft_stream_create(c.comm, &c.stream) != WEFT_OK)
         return rank_fail("init: %s", weft_get_last_error());
+    if (!getenv("WEFT_ALGO")) {
+        /* the host platform's selection table (src/common/coll_table.c) */
+        const char *small = "?", *mid = "?";
+        const char *want_small = nranks <= 4 ? "packet" : "packet2";
+        weft_coll_algorithm(c.comm, "allreduce", 1024, &small);
+        weft_coll_algorithm(c.comm, "allreduce", 4096, &mid);
+        if (strcmp(small, want_small) != 0 || strcmp(mid, "rsag") != 0)
+            return rank_fail("selection: allreduce of 1 KiB by %s (expected %s), of 4 KiB by %s (expected rsag)", small,
+                             want_small, mid);
+    }
     unsigned char *a = malloc(max + 1), *b = malloc(max + 1);
     c.a = a + 1;
     c.b = b + 1;
