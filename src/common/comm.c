@@ -88,6 +88,7 @@ static void comm_free(weft_comm_t *comm)
     if (comm->wake_fd >= 0)
         close(comm->wake_fd);
     pthread_mutex_destroy(&comm->lock);
+    pthread_mutex_destroy(&comm->proxy_lock);
     memset(&comm->auth, 0, sizeof(comm->auth));
     free(comm);
 }
@@ -111,6 +112,7 @@ static weft_status_t comm_create(const weft_uid_info_t *uid, int nranks, int ran
     if (!comm)
         return WEFT_ERR_NO_MEMORY;
     pthread_mutex_init(&comm->lock, NULL);
+    pthread_mutex_init(&comm->proxy_lock, NULL);
     comm->rank = rank;
     comm->nranks = nranks;
     comm->gpu = gpu;
@@ -491,6 +493,9 @@ weft_status_t weft_comm_check_device(weft_comm_t *comm)
     else
         weft_error(WEFT_SUB_GPU, "rank %d: %s for %s %s", comm->rank, dev_op_name(WEFT_DEV_ERROR_OP(err)), peer,
                    code == WEFT_DEV_TIMEOUT ? "timed out" : "was aborted");
+    if (code == WEFT_DEV_TIMEOUT &&
+        (WEFT_DEV_ERROR_OP(err) == WEFT_DEV_OP_FLUSH || WEFT_DEV_ERROR_OP(err) == WEFT_DEV_OP_FIFO_PUSH))
+        weft_proxy_report(comm); /* what the proxy the device waited for is doing */
     weft_comm_set_async_error(comm, status);
     return status;
 }

@@ -53,6 +53,8 @@ struct weft_comm {
     uint64_t *pair_seq;    /* per peer: pairwise setups done (tags) */
     struct weft_coll_ctx *coll; /* collectives' channels, set up on first use */
     struct weft_p2p_ctx *p2p;   /* send/recv links (coll_p2p.c), set up on first use */
+    pthread_mutex_t proxy_lock; /* guards proxies */
+    struct weft_proxy *proxies; /* this communicator's proxies, for diagnostics */
     weft_comm_net_t *net[WEFT_NET_COUNT]; /* guarded by lock */
 };
 
@@ -94,6 +96,10 @@ uint64_t weft_comm_pair_tag(weft_comm_t *comm, int peer);
 
 /* Records @p status as the async error if none is recorded yet. */
 void weft_comm_set_async_error(weft_comm_t *comm, weft_status_t status);
+/* Logs what each of the communicator's proxies is doing (a device wait on
+ * a proxy gave up): triggers executed, and the step it is in and for how
+ * long. */
+void weft_proxy_report(weft_comm_t *comm);
 /* Takes the communicator's lock; WEFT_ERR_ABORTED (unlocked) after abort. */
 weft_status_t weft_comm_enter(weft_comm_t *comm);
 void weft_comm_leave(weft_comm_t *comm);

@@ -40,8 +40,28 @@ struct weft_proxy {
     int running;
     int stop;        /* atomic */
     int failed_peer; /* the peer of the trigger that failed, -1 if none */
-    uint64_t executed;
+    uint64_t executed; /* atomic: read by weft_proxy_report */
+    /* what the thread is doing, for weft_proxy_report (atomics) */
+    const char *stage;
+    uint64_t stage_since_ns;
+    int stage_peer;
+    struct weft_proxy *next; /* in comm->proxies */
 };
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Marks the step the thread enters (a string literal), for the report. */
+static void proxy_stage(weft_proxy_t *p, const char *stage, int peer)
+{
+    __atomic_store_n(&p->stage_peer, peer, __ATOMIC_RELAXED);
+    __atomic_store_n(&p->stage_since_ns, mono_ns(), __ATOMIC_RELAXED);
+    __atomic_store_n(&p->stage, stage, __ATOMIC_RELEASE);
+}
 
 static weft_status_t execute(weft_proxy_t *p, uint64_t w0, uint64_t w1)
 {
@@ -76,19 +96,23 @@ static weft_status_t execute(weft_proxy_t *p, uint64_t w0, uint64_t w1)
                        dst_id, nmems);
             return WEFT_ERR_INVALID_ARGUMENT;
         }
+        proxy_stage(p, "a write", c->peer);
         status = c->ops->write(c, p->mems[dst_id], dst_off, p->mems[src_id], src_off, size);
         if (status != WEFT_OK)
             return status;
     }
     if (type & WEFT_TRIGGER_SIGNAL) {
         /* the update is ordered after the write above by the connection */
+        proxy_stage(p, "a signal", c->peer);
         status = c->ops->update(c, s->remote, WEFT_TOKEN_INBOUND * 8, s->host_outbound + 1);
         if (status != WEFT_OK)
             return status;
         s->host_outbound++;
     }
-    if (type & WEFT_TRIGGER_FLUSH)
+    if (type & WEFT_TRIGGER_FLUSH) {
+        proxy_stage(p, "a flush of the connection", c->peer);
         status = c->ops->flush(c, 0);
+    }
     return status;
 }
 
@@ -155,7 +179,8 @@ static void *proxy_main(void *arg)
         if (status != WEFT_OK)
             proxy_failed(p, status);
         else
-            p->executed++;
+            __atomic_add_fetch(&p->executed, 1, __ATOMIC_RELAXED);
+        proxy_stage(p, NULL, -1);
         tail++;
         /* release: the trigger's effects happen before the device sees tail move */
         __atomic_store_n(p->tail, tail, __ATOMIC_RELEASE);
@@ -194,6 +219,11 @@ weft_status_t weft_proxy_create(weft_comm_t *comm, size_t fifo_size, weft_proxy_
     p->head = p->head_alloc.ptr;
     memset(p->triggers, 0, fifo_size * sizeof(weft_trigger_t));
     *p->tail = 0;
+    p->stage_peer = -1;
+    pthread_mutex_lock(&comm->proxy_lock);
+    p->next = comm->proxies;
+    comm->proxies = p;
+    pthread_mutex_unlock(&comm->proxy_lock);
     weft_comm_leave(comm);
     *out = p;
     return WEFT_OK;
@@ -268,6 +298,13 @@ weft_status_t weft_proxy_destroy(weft_proxy_t *p)
     if (!p)
         return WEFT_ERR_INVALID_ARGUMENT;
     weft_proxy_stop(p);
+    pthread_mutex_lock(&p->comm->proxy_lock);
+    for (weft_proxy_t **q = &p->comm->proxies; *q; q = &(*q)->next)
+        if (*q == p) {
+            *q = p->next;
+            break;
+        }
+    pthread_mutex_unlock(&p->comm->proxy_lock);
     p->comm->gpu->mem_free(p->comm->gctx, &p->head_alloc);
     p->comm->gpu->host_free(p->comm->gctx, p->tail);
     p->comm->gpu->host_free(p->comm->gctx, p->triggers);
@@ -292,4 +329,23 @@ weft_status_t weft_port_channel_device_handle(weft_proxy_t *p, uint32_t channel,
     out->dst_mem = dst_mem;
     out->src_mem = src_mem;
     return WEFT_OK;
+}
+
+void weft_proxy_report(weft_comm_t *comm)
+{
+    pthread_mutex_lock(&comm->proxy_lock);
+    for (weft_proxy_t *p = comm->proxies; p; p = p->next) {
+        const char *stage = __atomic_load_n(&p->stage, __ATOMIC_ACQUIRE);
+        uint64_t since = __atomic_load_n(&p->stage_since_ns, __ATOMIC_RELAXED), now = mono_ns();
+        unsigned long long done = __atomic_load_n(&p->executed, __ATOMIC_RELAXED);
+        uint64_t tail = __atomic_load_n(p->tail, __ATOMIC_ACQUIRE);
+        if (stage)
+            weft_error(WEFT_SUB_PROXY, "rank %d proxy: %llu triggers executed (tail %llu); in %s to rank %d for %llu ms",
+                       comm->rank, done, (unsigned long long)tail, stage, __atomic_load_n(&p->stage_peer, __ATOMIC_RELAXED),
+                       (unsigned long long)(now > since ? (now - since) / 1000000 : 0));
+        else
+            weft_error(WEFT_SUB_PROXY, "rank %d proxy: %llu triggers executed (tail %llu); idle, waiting for triggers",
+                       comm->rank, done, (unsigned long long)tail);
+    }
+    pthread_mutex_unlock(&comm->proxy_lock);
 }

@@ -180,6 +180,45 @@ static int bad_trigger(int rank, int nranks, void *arg)
     return fails;
 }
 
+/* A flush whose proxy never runs times out, and the report says what the
+ * proxy was doing (here: nothing, it never started). */
+static int stalled_proxy(int rank, int nranks, void *arg)
+{
+    weft_comm_t *comm;
+    mesh_t m;
+    kargs_t ka;
+    weft_proxy_t *proxy;
+    weft_semaphore_t *sema;
+    uint32_t mem, chan;
+    int fails = 0, peer = 1 - rank;
+    (void)arg;
+    memset(&ka, 0, sizeof(ka));
+    ka.m = &m;
+    if (setup(rank, nranks, 300, &comm, &m))
+        return 1;
+    if (weft_semaphore_create(m.conn[peer], &sema) != WEFT_OK || weft_proxy_create(comm, 0, &proxy) != WEFT_OK ||
+        weft_proxy_add_memory(proxy, m.buf_mem, &mem) != WEFT_OK ||
+        weft_proxy_add_memory(proxy, m.rbuf[peer], &mem) != WEFT_OK ||
+        weft_proxy_add_semaphore(proxy, sema, &chan) != WEFT_OK ||
+        weft_port_channel_device_handle(proxy, chan, mem, 0, &ka.pc) != WEFT_OK)
+        return rank_fail("proxy setup: %s", weft_get_last_error());
+    if (rank == 0) {
+        weft_status_t st;
+        rank_step("put+flush through a proxy that is not running");
+        st = mesh_launch(&m, k_port_flush, 1, &ka, sizeof(ka));
+        if (st != WEFT_ERR_TIMEOUT)
+            fails += rank_fail("expected WEFT_ERR_TIMEOUT, got %s", weft_status_string(st));
+        else if (!strstr(weft_get_last_error(), "triggers executed") || !strstr(weft_get_last_error(), "idle"))
+            fails += rank_fail("no proxy report after the flush timed out: %s", weft_get_last_error());
+    }
+    weft_bootstrap_barrier(comm);
+    weft_proxy_destroy(proxy);
+    weft_semaphore_destroy(sema);
+    mesh_teardown(&m);
+    weft_comm_destroy(comm);
+    return fails;
+}
+
 static int switch_unsupported(int rank, int nranks, void *arg)
 {
     weft_comm_t *comm;
@@ -233,13 +272,15 @@ static int host_semaphores(int rank, int nranks, void *arg)
 
 int main(void)
 {
-    plan(5);
+    plan(6);
     ok(run_ranks(2, 30000, never_signalled, NULL, NULL),
        "a wait whose peer never signals ends in WEFT_ERR_TIMEOUT naming the peer, within the deadline");
     ok(run_ranks(2, 30000, abort_kernel_and_proxy, NULL, NULL),
        "abort from another thread unblocks a waiting kernel and the proxy within a second");
     ok(run_ranks(2, 30000, bad_trigger, NULL, NULL),
        "a trigger the proxy cannot execute fails the waiting kernel instead of hanging it");
+    ok(run_ranks(2, 30000, stalled_proxy, NULL, NULL),
+       "a flush through a proxy that never runs times out, and the proxy's state is reported");
     ok(run_ranks(2, 30000, host_semaphores, NULL, NULL),
        "host semaphores: 100 signal/wait round trips; a wait without a signal times out naming the peer");
     ok(run_ranks(1, 30000, switch_unsupported, NULL, NULL),
