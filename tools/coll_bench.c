@@ -39,7 +39,7 @@ int perf_op_from_name(const char *s)
     return -1;
 }
 
-static double now_us(void)
+double perf_now_us(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -199,7 +199,7 @@ static int timed(bench_t *b, uint64_t count, int inplace, double *us)
         st = weft_stream_synchronize(b->stream);
     if (st == WEFT_OK)
         st = weft_bootstrap_barrier(b->comm);
-    t0 = now_us();
+    t0 = perf_now_us();
     for (int i = 0; i < b->o->iters && st == WEFT_OK; i++) {
         st = call(b, count, inplace);
         if (st == WEFT_OK && b->o->blocking)
@@ -207,7 +207,7 @@ static int timed(bench_t *b, uint64_t count, int inplace, double *us)
     }
     if (st == WEFT_OK)
         st = weft_stream_synchronize(b->stream);
-    mine = (now_us() - t0) / b->o->iters;
+    mine = (perf_now_us() - t0) / b->o->iters;
     all[b->rank] = mine;
     if (st == WEFT_OK)
         st = weft_bootstrap_allgather(b->comm, all, sizeof(double));
@@ -240,9 +240,9 @@ static double memcpy_gbps(unsigned char *dst, const unsigned char *src, size_t b
         return 0;
     memcpy(dst, src, bytes); /* touch both */
     for (int i = 0; i < 7; i++) {
-        double t0 = now_us();
+        double t0 = perf_now_us();
         memcpy(dst, src, bytes);
-        t[i] = now_us() - t0;
+        t[i] = perf_now_us() - t0;
     }
     qsort(t, 7, sizeof(double), cmp_double);
     return t[3] > 0 ? (double)bytes / t[3] / 1e3 : 0;

@@ -50,13 +50,6 @@ typedef struct {
 static const int nccl_types[] = {0, 1, 2, 3, 4, 5, 6, 9, 7, 8, 10, 11};
 static const int nccl_ops[] = {0, 1, 3, 2, 4};
 
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
 static int call(nccl_ref_t *n, const perf_opts_t *o, char *s, char *r, uint64_t count)
 {
     int t = nccl_types[o->dtype], op = nccl_ops[o->redop], rc = 0;
@@ -97,7 +90,7 @@ static double nccl_time_us(perf_ref_t *ref, const perf_opts_t *o, void *send, vo
         rc = call(n, o, send, recv, count);
     if (rc == 0 && (weft_stream_synchronize(n->wstream) != WEFT_OK || weft_bootstrap_barrier(n->wcomm) != WEFT_OK))
         rc = -1;
-    t0 = now_us();
+    t0 = perf_now_us();
     for (int i = 0; i < o->iters && rc == 0; i++) {
         rc = call(n, o, send, recv, count);
         if (rc == 0 && o->blocking && weft_stream_synchronize(n->wstream) != WEFT_OK)
@@ -105,7 +98,7 @@ static double nccl_time_us(perf_ref_t *ref, const perf_opts_t *o, void *send, vo
     }
     if (rc == 0 && weft_stream_synchronize(n->wstream) != WEFT_OK)
         rc = -1;
-    mine = rc == 0 ? (now_us() - t0) / o->iters : -1;
+    mine = rc == 0 ? (perf_now_us() - t0) / o->iters : -1;
     all[n->rank] = mine;
     /* every rank takes part, failed or not, so that none waits alone */
     if (weft_bootstrap_allgather(n->wcomm, all, sizeof(double)) == WEFT_OK) {

@@ -22,13 +22,6 @@ typedef struct {
     weft_p2p_args_t args;
 } p2p_t;
 
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -45,14 +38,14 @@ static int run(p2p_t *p, const char *kernel, int iters, int reps, unsigned nthre
         p->args.iters = iters;
         if (weft_bootstrap_barrier(p->comm) != WEFT_OK)
             return 1;
-        double t0 = now_us();
+        double t0 = perf_now_us();
         if (weft_launch_builtin(p->stream, kernel, 1, nthreads, &p->args, sizeof(p->args)) != WEFT_OK ||
             weft_stream_synchronize(p->stream) != WEFT_OK) {
             fprintf(stderr, "rank %d: %s failed: %s\n", p->rank, kernel, weft_get_last_error());
             return 1;
         }
         if (r >= 0)
-            t[r] = (now_us() - t0) / iters;
+            t[r] = (perf_now_us() - t0) / iters;
         p->args.flag += (uint32_t)iters + 1;
         if (p->args.flag < (uint32_t)iters + 2)
             p->args.flag = 1;
@@ -76,10 +69,10 @@ static double local_copy_gbs(p2p_t *p, size_t bytes)
     weft_memcpy(p->stream, b, a, bytes); /* warm-up */
     weft_stream_synchronize(p->stream);
     for (int r = 0; r < 5; r++) {
-        double t0 = now_us();
+        double t0 = perf_now_us();
         weft_memcpy(p->stream, b, a, bytes);
         weft_stream_synchronize(p->stream);
-        t[r] = (double)bytes / (now_us() - t0) / 1e3;
+        t[r] = (double)bytes / (perf_now_us() - t0) / 1e3;
     }
     weft_mem_free(p->comm, a);
     weft_mem_free(p->comm, b);

@@ -53,6 +53,9 @@ typedef struct {
  * file; 0 on success. */
 int perf_plot_svg(const char *path, const char *title, const perf_series_t *series, int nseries);
 
+/* Microseconds from a monotonic clock. */
+double perf_now_us(void);
+
 /* A device collective sweep on one rank (OP_COLL). */
 int coll_bench(weft_comm_t *comm, const perf_opts_t *o);
 int perf_dtype_from_name(const char *s);

@@ -33,13 +33,6 @@ static const struct {
     {"alltoall", PERF_ALLTOALL}, {"sendrecv", PERF_SENDRECV}, {"barrier", PERF_BARRIER},
 };
 
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
 static int parse_size(const char *s, size_t *out)
 {
     char *end;
@@ -116,7 +109,7 @@ static int bench(weft_comm_t *comm, void *arg)
                 fill(buf + (size_t)rank * bytes, bytes, rank, it);
             else if (o->kind == OP_BROADCAST)
                 fill(buf, bytes, rank == o->root ? rank : -1, it);
-            t0 = now_us();
+            t0 = perf_now_us();
             switch (o->kind) {
             case OP_ALLGATHER: status = weft_bootstrap_allgather(comm, buf, bytes); break;
             case OP_BROADCAST: status = weft_bootstrap_broadcast(comm, buf, bytes, o->root); break;
@@ -129,7 +122,7 @@ static int bench(weft_comm_t *comm, void *arg)
                 break;
             }
             if (it >= 0)
-                times[it] = now_us() - t0;
+                times[it] = perf_now_us() - t0;
             if (o->check && o->kind == OP_ALLGATHER)
                 wrong += check_allgather(buf, bytes, nranks, it);
             if (o->check && o->kind == OP_BROADCAST) {

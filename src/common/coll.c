@@ -336,20 +336,8 @@ static weft_status_t ring_setup(weft_comm_t *comm, struct weft_coll_ctx *x)
         goto err;
     for (int i = 0; i < r->npeers; i++) {
         int p = r->peer[i];
-        weft_mem_handle_t mine, theirs;
-        uint64_t tag;
-        if (!r->borrowed) {
-            if ((status = weft_mem_serialize(r->scratch_mem, &mine)) != WEFT_OK)
-                goto err;
-            tag = weft_comm_pair_tag(comm, p);
-            status = weft_bootstrap_send_msg(comm->boot, p, tag, &mine, sizeof(mine));
-            if (status == WEFT_OK)
-                status = weft_bootstrap_recv_msg(comm->boot, p, tag, &theirs, sizeof(theirs));
-            if (status == WEFT_OK)
-                status = weft_mem_deserialize(comm, &theirs, &r->rscratch[i]);
-            if (status != WEFT_OK)
-                goto err;
-        }
+        if (!r->borrowed && (status = weft_mem_pair_exchange(comm, p, r->scratch_mem, &r->rscratch[i])) != WEFT_OK)
+            goto err;
         if ((status = weft_connection_create(comm, p, via[i], &r->conn[i])) != WEFT_OK ||
             (status = weft_semaphore_create(r->conn[i], &r->data[i])) != WEFT_OK ||
             (status = weft_semaphore_create(r->conn[i], &r->ack[i])) != WEFT_OK ||

@@ -32,7 +32,6 @@
 #include <string.h>
 #include <sched.h>
 #include <stddef.h>
-#include <time.h>
 #include <unistd.h>
 
 
@@ -161,20 +160,13 @@ static weft_status_t link_setup(weft_comm_t *comm, struct weft_p2p_ctx *x, int p
     p2p_link_t *l = &x->links[peer];
     unsigned via = weft_coll_peer_transport(comm, peer);
     size_t bytes = 4 * x->slot;
-    weft_mem_handle_t mine, theirs;
     weft_port_channel_dev_t h[2];
     uint32_t lid, rid, dch, ach;
-    uint64_t tag;
     weft_status_t status;
 
     if ((status = weft_mem_alloc(comm, bytes, &l->buf)) != WEFT_OK ||
         (status = weft_mem_register(comm, l->buf, bytes, via, &l->mem)) != WEFT_OK ||
-        (status = weft_mem_serialize(l->mem, &mine)) != WEFT_OK)
-        goto err;
-    tag = weft_comm_pair_tag(comm, peer);
-    if ((status = weft_bootstrap_send_msg(comm->boot, peer, tag, &mine, sizeof(mine))) != WEFT_OK ||
-        (status = weft_bootstrap_recv_msg(comm->boot, peer, tag, &theirs, sizeof(theirs))) != WEFT_OK ||
-        (status = weft_mem_deserialize(comm, &theirs, &l->rmem)) != WEFT_OK ||
+        (status = weft_mem_pair_exchange(comm, peer, l->mem, &l->rmem)) != WEFT_OK ||
         (status = weft_connection_create(comm, peer, via, &l->conn)) != WEFT_OK ||
         (status = weft_semaphore_create(l->conn, &l->data)) != WEFT_OK ||
         (status = weft_semaphore_create(l->conn, &l->ack)) != WEFT_OK)
@@ -218,13 +210,6 @@ err:
 /* Running a group                                                   */
 /* ---------------------------------------------------------------- */
 
-static long elapsed_ms(const struct timespec *t0)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
-}
-
 /* The next descriptor, once the kernel that last used it has ended: its
  * host copy, the same seen by the device (done), and where the kernel
  * reads it (dev: device memory on GPUs). */
@@ -233,9 +218,7 @@ static weft_status_t desc_acquire(weft_comm_t *comm, struct weft_p2p_ctx *x, cha
     unsigned i = (unsigned)(x->seq % x->ndesc), spins = 0;
     weft_p2p_desc_t *d = (weft_p2p_desc_t *)(x->desc_host + i * x->desc_bytes);
     uint64_t want = x->seq >= x->ndesc ? x->seq - x->ndesc + 1 : 0; /* seq of its last use */
-    long limit = (long)(comm->ctl->timeout_ns / 1000000) + comm->op_timeout_ms;
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint64_t limit_ns = comm->ctl->timeout_ns + (uint64_t)comm->op_timeout_ms * 1000000ull, t0 = weft_now_ns();
     while (want && __atomic_load_n(&d->done, __ATOMIC_ACQUIRE) < want) {
         if (spins++ < 64) { /* usually a group ends within microseconds */
             sched_yield();
@@ -247,9 +230,9 @@ static weft_status_t desc_acquire(weft_comm_t *comm, struct weft_p2p_ctx *x, cha
             return WEFT_ERR_ABORTED;
         if (async != WEFT_OK)
             return async;
-        if (elapsed_ms(&t0) > limit) {
-            weft_error(WEFT_SUB_COLL, "rank %d: point-to-point group %llu has not ended after %ld ms", comm->rank,
-                       (unsigned long long)want, limit);
+        if (weft_now_ns() - t0 > limit_ns) {
+            weft_error(WEFT_SUB_COLL, "rank %d: point-to-point group %llu has not ended after %llu ms", comm->rank,
+                       (unsigned long long)want, (unsigned long long)(limit_ns / 1000000));
             return WEFT_ERR_TIMEOUT;
         }
         usleep(20);
@@ -322,10 +305,7 @@ static weft_status_t check_sizes(weft_comm_t *comm, p2p_op_t **ops, size_t n)
         for (; j < n && ops[j]->peer == p; j++)
             mine[ops[j]->send ? 0 : 1] += ops[j]->bytes;
         if (p != comm->rank) {
-            uint64_t tag = weft_comm_pair_tag(comm, p);
-            weft_status_t status = weft_bootstrap_send_msg(comm->boot, p, tag, mine, sizeof(mine));
-            if (status == WEFT_OK)
-                status = weft_bootstrap_recv_msg(comm->boot, p, tag, theirs, sizeof(theirs));
+            weft_status_t status = weft_comm_pair_exchange(comm, p, mine, theirs, sizeof(mine));
             if (status != WEFT_OK)
                 return status;
             if (theirs[0] != mine[1] || theirs[1] != mine[0]) {

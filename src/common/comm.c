@@ -455,6 +455,15 @@ uint64_t weft_comm_pair_tag(weft_comm_t *comm, int peer)
     return WEFT_TAG_RESERVED | (1ull << 62) | (comm->pair_seq[peer]++ & ((1ull << 62) - 1));
 }
 
+weft_status_t weft_comm_pair_exchange(weft_comm_t *comm, int peer, const void *mine, void *theirs, size_t bytes)
+{
+    uint64_t tag = weft_comm_pair_tag(comm, peer);
+    weft_status_t status = weft_bootstrap_send_msg(comm->boot, peer, tag, mine, bytes);
+    if (status == WEFT_OK)
+        status = weft_bootstrap_recv_msg(comm->boot, peer, tag, theirs, bytes);
+    return status;
+}
+
 static const char *dev_op_name(uint32_t op)
 {
     switch (op) {

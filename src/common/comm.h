@@ -93,6 +93,11 @@ const weft_net_rkey_t *weft_mem_net_rkey(const weft_mem_t *mem, int idx);
 
 /* Reserved bootstrap tag space for pairwise setup with @p peer. */
 uint64_t weft_comm_pair_tag(weft_comm_t *comm, int peer);
+/* Pairwise: sends @p mine to @p peer and receives its @p theirs (both
+ * @p bytes), under the pair's next tag; the peer makes the same call. */
+weft_status_t weft_comm_pair_exchange(weft_comm_t *comm, int peer, const void *mine, void *theirs, size_t bytes);
+/* Pairwise: this registration for the peer's, imported here. */
+weft_status_t weft_mem_pair_exchange(weft_comm_t *comm, int peer, const weft_mem_t *local, weft_mem_t **remote);
 
 /* Records @p status as the async error if none is recorded yet. */
 void weft_comm_set_async_error(weft_comm_t *comm, weft_status_t status);

@@ -261,6 +261,16 @@ weft_status_t weft_mem_deregister(weft_mem_t *m)
     return WEFT_OK;
 }
 
+weft_status_t weft_mem_pair_exchange(weft_comm_t *comm, int peer, const weft_mem_t *local, weft_mem_t **remote)
+{
+    weft_mem_handle_t mine, theirs;
+    weft_status_t status;
+    if ((status = weft_mem_serialize(local, &mine)) != WEFT_OK ||
+        (status = weft_comm_pair_exchange(comm, peer, &mine, &theirs, sizeof(mine))) != WEFT_OK)
+        return status;
+    return weft_mem_deserialize(comm, &theirs, remote);
+}
+
 weft_status_t weft_mem_serialize(const weft_mem_t *m, weft_mem_handle_t *handle)
 {
     uint8_t h[WEFT_MEM_HANDLE_BYTES], digest[32];

@@ -15,6 +15,7 @@
 #include "semaphore.h"
 #include "log.h"
 #include "topo.h"
+#include "util.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -48,18 +49,11 @@ struct weft_proxy {
     struct weft_proxy *next; /* in comm->proxies */
 };
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Marks the step the thread enters (a string literal), for the report. */
 static void proxy_stage(weft_proxy_t *p, const char *stage, int peer)
 {
     __atomic_store_n(&p->stage_peer, peer, __ATOMIC_RELAXED);
-    __atomic_store_n(&p->stage_since_ns, mono_ns(), __ATOMIC_RELAXED);
+    __atomic_store_n(&p->stage_since_ns, weft_now_ns(), __ATOMIC_RELAXED);
     __atomic_store_n(&p->stage, stage, __ATOMIC_RELEASE);
 }
 
@@ -336,7 +330,7 @@ void weft_proxy_report(weft_comm_t *comm)
     pthread_mutex_lock(&comm->proxy_lock);
     for (weft_proxy_t *p = comm->proxies; p; p = p->next) {
         const char *stage = __atomic_load_n(&p->stage, __ATOMIC_ACQUIRE);
-        uint64_t since = __atomic_load_n(&p->stage_since_ns, __ATOMIC_RELAXED), now = mono_ns();
+        uint64_t since = __atomic_load_n(&p->stage_since_ns, __ATOMIC_RELAXED), now = weft_now_ns();
         unsigned long long done = __atomic_load_n(&p->executed, __ATOMIC_RELAXED);
         uint64_t tail = __atomic_load_n(p->tail, __ATOMIC_ACQUIRE);
         if (stage)
