@@ -24,41 +24,42 @@ typedef struct {
     const char *kernel;  /* built-in kernel */
     const char *help;
     int one_host;        /* needs every rank on this host (memory channels) */
+    int per_block;       /* each block is a team of its own (collectives.h): launched wide */
 } weft_algo_t;
 
 /* In order of preference: the first whose limits admit a call is used. */
 static const weft_algo_t algos[] = {
     {WEFT_COLL_ALLREDUCE, "packet", 1, WEFT_CAP_IPC, "coll_allreduce_packet",
-     "one-shot: LL16 packets to every peer, no barrier (small messages)", 1},
+     "one-shot: LL16 packets to every peer, no barrier (small messages)", 1, 0},
     {WEFT_COLL_ALLREDUCE, "packet2", 1, WEFT_CAP_IPC, "coll_allreduce_packet2",
-     "two-step: LL16 reduce-scatter then LL16 allgather, no barrier (medium messages)", 1},
+     "two-step: LL16 reduce-scatter then LL16 allgather, no barrier (medium messages)", 1, 0},
     {WEFT_COLL_ALLREDUCE, "rsag", 0, WEFT_CAP_IPC, "coll_allreduce_rsag",
-     "reduce-scatter then allgather through scratch, chunked", 1},
+     "reduce-scatter then allgather through scratch, chunked", 1, 1},
     {WEFT_COLL_ALLREDUCE, "ring", 0, 0, "coll_allreduce_ring",
-     "ring reduce-scatter + allgather over port channels (ranks on several hosts)", 0},
-    {WEFT_COLL_ALLGATHER, "mesh", 0, WEFT_CAP_IPC, "coll_allgather_mesh", "every rank reads every rank's part", 1},
+     "ring reduce-scatter + allgather over port channels (ranks on several hosts)", 0, 0},
+    {WEFT_COLL_ALLGATHER, "mesh", 0, WEFT_CAP_IPC, "coll_allgather_mesh", "every rank reads every rank's part", 1, 1},
     {WEFT_COLL_ALLGATHER, "ring", 0, 0, "coll_allgather_ring",
-     "each block passed round a ring of port channels (ranks on several hosts)", 0},
+     "each block passed round a ring of port channels (ranks on several hosts)", 0, 0},
     {WEFT_COLL_REDUCE_SCATTER, "mesh", 0, WEFT_CAP_IPC, "coll_reduce_scatter_mesh",
-     "every rank reduces its block from every rank's scratch", 1},
+     "every rank reduces its block from every rank's scratch", 1, 1},
     {WEFT_COLL_REDUCE_SCATTER, "ring", 0, 0, "coll_reduce_scatter_ring",
-     "each block's partial passed round a ring of port channels (ranks on several hosts)", 0},
-    {WEFT_COLL_BROADCAST, "mesh", 0, WEFT_CAP_IPC, "coll_broadcast_mesh", "every rank reads the root's scratch", 1},
+     "each block's partial passed round a ring of port channels (ranks on several hosts)", 0, 0},
+    {WEFT_COLL_BROADCAST, "mesh", 0, WEFT_CAP_IPC, "coll_broadcast_mesh", "every rank reads the root's scratch", 1, 1},
     {WEFT_COLL_BROADCAST, "ring", 0, 0, "coll_broadcast_ring",
-     "pipelined along a ring of port channels from the root (ranks on several hosts)", 0},
+     "pipelined along a ring of port channels from the root (ranks on several hosts)", 0, 0},
     {WEFT_COLL_BROADCAST, "tree", 0, 0, "coll_p2p",
-     "binomial tree over point-to-point links, chunks forwarded on arrival (ranks on several hosts)", 0},
+     "binomial tree over point-to-point links, chunks forwarded on arrival (ranks on several hosts)", 0, 0},
     {WEFT_COLL_REDUCE, "mesh", 0, WEFT_CAP_IPC, "coll_reduce_mesh", "the root reads and reduces every rank's scratch",
-     1},
+     1, 1},
     {WEFT_COLL_REDUCE, "ring", 0, 0, "coll_reduce_ring",
-     "pipelined chain of partial reductions ending at the root (ranks on several hosts)", 0},
+     "pipelined chain of partial reductions ending at the root (ranks on several hosts)", 0, 0},
     {WEFT_COLL_ALLTOALL, "mesh", 0, WEFT_CAP_IPC, "coll_alltoall_mesh", "every rank reads its block from every rank",
-     1},
+     1, 1},
     {WEFT_COLL_ALLTOALL, "direct", 0, 0, "coll_p2p",
-     "every block sent straight to its rank over a point-to-point link (ranks on several hosts)", 0},
-    {WEFT_COLL_BARRIER, "mesh", 0, WEFT_CAP_IPC, "coll_barrier", "signal every peer, wait for every peer", 1},
+     "every block sent straight to its rank over a point-to-point link (ranks on several hosts)", 0, 0},
+    {WEFT_COLL_BARRIER, "mesh", 0, WEFT_CAP_IPC, "coll_barrier", "signal every peer, wait for every peer", 1, 0},
     {WEFT_COLL_BARRIER, "ring", 0, 0, "coll_barrier_ring", "n - 1 empty steps round a ring (ranks on several hosts)",
-     0},
+     0, 0},
 };
 
 static const char *const coll_names[WEFT_COLL_COUNT] = {"allreduce", "allgather", "reducescatter", "broadcast",
@@ -172,6 +173,8 @@ struct weft_coll_ctx {
     weft_gpu_alloc_t handles;            /* device arrays ch[] then chp[] */
     weft_gpu_alloc_t gbar;               /* the kernels' grid barrier words */
     unsigned nblocks, nthreads;          /* launch shape */
+    unsigned team_blocks;                /* blocks of the team-per-block algorithms' launches */
+    size_t bsync_off;                    /* their sync area in the packet buffer */
     uint64_t packet_calls;
     int mesh;                            /* the memory channels above exist */
     struct weft_coll_ring *ring;         /* set up by the first ring algorithm */
@@ -369,6 +372,28 @@ err:
     return status;
 }
 
+/* GPU: blocks for the team-per-block bodies, the same on every rank (the
+ * smallest proposal): the device's cores over the ranks of this host,
+ * 1 .. 32. Collective. */
+static weft_status_t team_blocks(weft_comm_t *comm, unsigned *out)
+{
+    weft_gpu_props_t props;
+    unsigned *all = calloc((size_t)comm->nranks, sizeof(*all)), mine = 8;
+    weft_status_t status;
+    if (!all)
+        return WEFT_ERR_NO_MEMORY;
+    if (comm->gpu->props(comm->gctx, &props) == WEFT_OK && props.cores > 0)
+        mine = props.cores / (unsigned)WEFT_MAX(comm->local_size, 1);
+    all[comm->rank] = WEFT_MAX(1u, WEFT_MIN(mine, 32u));
+    if ((status = weft_bootstrap_allgather(comm, all, sizeof(*all))) == WEFT_OK) {
+        *out = all[0];
+        for (int p = 1; p < comm->nranks; p++)
+            *out = WEFT_MIN(*out, all[p]);
+    }
+    free(all);
+    return status;
+}
+
 /* Collective: every rank sets its context up in its first collective. */
 static weft_status_t coll_setup(weft_comm_t *comm)
 {
@@ -387,6 +412,9 @@ static weft_status_t coll_setup(weft_comm_t *comm)
      * two-step, a block's in each half of the slot (coll_allreduce_packet2) */
     x->pkt_slot = 2 * ((packet_max() + 7) / 8 * 8) + 128;
     x->pkt_bytes = 2 * (size_t)n * x->pkt_slot;
+    /* then the per-block barrier words (collectives.h, weft_coll_bsync) */
+    x->bsync_off = x->pkt_bytes;
+    x->pkt_bytes += (size_t)WEFT_COLL_MAX_TEAMS * (size_t)(n + 1) * sizeof(uint64_t);
     x->rscratch = calloc((size_t)n, sizeof(*x->rscratch));
     x->rpkt = calloc((size_t)n, sizeof(*x->rpkt));
     x->conn = calloc((size_t)n, sizeof(*x->conn));
@@ -427,16 +455,20 @@ shape:
     if ((status = comm->gpu->mem_alloc(comm->gctx, 64, WEFT_GPU_MEM_SYNC, &x->gbar)) != WEFT_OK)
         goto err;
     /* Launch shape. Host: a block is one CPU thread, and ranks already
-     * share the cores. GPU: one block of 512 threads. The kernels can use
-     * more blocks (WEFT_COLL_BLOCKS; the host tests run them with 3), but
-     * on an H200 shared by 4-8 processes under MPS, 32 blocks per rank
-     * with a grid barrier were 10x slower than one block and, with 8
-     * ranks, hit the device timeout: a barrier across blocks needs them
-     * all resident, which MPS does not promise. */
+     * share the cores. GPU: one block of 512 threads for the bodies that
+     * run as one team (a barrier across blocks needs them all resident,
+     * which MPS does not promise: on an H200 shared by 4-8 processes, 32
+     * blocks per rank with a grid barrier were 10x slower than one and,
+     * with 8 ranks, hit the device timeout); the team-per-block bodies get
+     * the GPU's cores shared among the ranks of the host. WEFT_COLL_BLOCKS
+     * sets both (the host tests run them with 3). */
     x->nblocks = 1;
     x->nthreads = (comm->caps & WEFT_CAP_CPU_ACCESS) ? 1 : 512;
+    x->team_blocks = 1;
     if (weft_param_int(WEFT_P_COLL_BLOCKS) > 0)
-        x->nblocks = (unsigned)WEFT_MIN(weft_param_int(WEFT_P_COLL_BLOCKS), 64);
+        x->nblocks = x->team_blocks = (unsigned)WEFT_MIN(weft_param_int(WEFT_P_COLL_BLOCKS), WEFT_COLL_MAX_TEAMS);
+    else if (!(comm->caps & WEFT_CAP_CPU_ACCESS) && (status = team_blocks(comm, &x->team_blocks)) != WEFT_OK)
+        goto err;
     if (x->mesh && (status = weft_comm_to_device(comm, x->handles.ptr, tmp, 2 * hb)) != WEFT_OK)
         goto err;
     free(tmp);
@@ -590,6 +622,12 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
     l.name = k->name;
     l.host_fn = k->host_fn;
     l.nblocks = comm->coll->nblocks;
+    if (algo->per_block) {
+        a.per_block = 1;
+        a.bsync_stride = (uint32_t)comm->nranks + 1;
+        a.bsync_off = comm->coll->bsync_off;
+        l.nblocks = comm->coll->team_blocks;
+    }
     l.nthreads = comm->coll->nthreads;
     l.args = &a;
     l.args_size = sizeof(a);

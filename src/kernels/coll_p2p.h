@@ -101,9 +101,9 @@ WEFT_DEVICE void weft_p2p_copy(const weft_kctx_t *k, const weft_p2p_desc_t *d, c
         if (len > n - done)
             len = n - done;
         if (out)
-            weft_coll_copy(k, linear + done, seg[i].ptr + from, len);
+            weft_copy(linear + done, seg[i].ptr + from, len, weft_gtid(k), weft_gnthreads(k));
         else
-            weft_coll_copy(k, seg[i].ptr + from, linear + done, len);
+            weft_copy(seg[i].ptr + from, linear + done, len, weft_gtid(k), weft_gnthreads(k));
         done += len;
     }
 }

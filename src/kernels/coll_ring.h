@@ -75,7 +75,7 @@ WEFT_DEVICE void weft_ring_accumulate(const weft_kctx_t *k, weft_coll_args_t *a,
 {
     uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype);
     char *recv = a->scratch + a->ring_slot, *acc = a->scratch + 2 * a->ring_slot;
-    weft_coll_copy(k, acc, own, m * es);
+    weft_coll_copy(k, a, acc, own, m * es);
     weft_coll_grid_sync(k, a);
     weft_coll_reduce(k, a, acc, recv, m);
     weft_coll_grid_sync(k, a);
@@ -83,7 +83,7 @@ WEFT_DEVICE void weft_ring_accumulate(const weft_kctx_t *k, weft_coll_args_t *a,
         weft_coll_finish_avg(k, a, acc, m);
     weft_coll_grid_sync(k, a);
     if (out)
-        weft_coll_copy(k, out, acc, m * es);
+        weft_coll_copy(k, a, out, acc, m * es);
 }
 
 /*
@@ -106,7 +106,7 @@ WEFT_DEVICE int weft_ring_reduce_scatter(const weft_kctx_t *k, weft_coll_args_t 
             weft_ring_piece(a->count, cs, pe, sc, j, &f, &m);
             weft_ring_piece(a->count, cs, pe, rc, j, &rf, &rm);
             /* the first step sends input; later ones what was reduced into out */
-            weft_coll_copy(k, send, (s == 0 ? src : out) + f * es, m * es);
+            weft_coll_copy(k, a, send, (s == 0 ? src : out) + f * es, m * es);
             if (weft_ring_send_recv(k, a, m * es))
                 return 1;
             weft_ring_accumulate(k, a, src + rf * es, rm, s == a->nranks - 2, out + rf * es);
@@ -134,10 +134,10 @@ WEFT_DEVICE int weft_ring_allgather(const weft_kctx_t *k, weft_coll_args_t *a, c
             uint64_t f, m, rf, rm;
             weft_ring_piece(a->count, cs, pe, sc, j, &f, &m);
             weft_ring_piece(a->count, cs, pe, rc, j, &rf, &rm);
-            weft_coll_copy(k, send, out + f * es, m * es);
+            weft_coll_copy(k, a, send, out + f * es, m * es);
             if (weft_ring_send_recv(k, a, m * es))
                 return 1;
-            weft_coll_copy(k, out + rf * es, recv, rm * es);
+            weft_coll_copy(k, a, out + rf * es, recv, rm * es);
             if (weft_ring_done(k, a))
                 return 1;
         }
@@ -162,7 +162,7 @@ WEFT_DEVICE void weft_coll_allgather_ring(const weft_kctx_t *k, void *args)
     uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), per = a->count;
     weft_coll_args_t b = *a;
     if (a->in != a->out + (uint64_t)a->rank * per * es)
-        weft_coll_copy(k, a->out + (uint64_t)a->rank * per * es, a->in, per * es);
+        weft_coll_copy(k, a, a->out + (uint64_t)a->rank * per * es, a->in, per * es);
     weft_coll_grid_sync(k, a);
     b.count = per * (uint64_t)a->nranks; /* chunks of exactly per elements */
     weft_ring_allgather(k, &b, a->out, 0);
@@ -190,7 +190,7 @@ WEFT_DEVICE void weft_coll_broadcast_ring(const weft_kctx_t *k, void *args)
     int64_t n = a->nranks, d = (a->rank - a->root + n) % n;
     char *send = a->scratch, *recv = a->scratch + a->ring_slot;
     if (d == 0 && a->out != a->in)
-        weft_coll_copy(k, a->out, a->in, a->count * es);
+        weft_coll_copy(k, a, a->out, a->in, a->count * es);
     weft_coll_grid_sync(k, a);
     for (int64_t t = 0; t < (int64_t)np + n - 2; t++) {
         uint64_t f = 0, m = 0, rf = 0, rm = 0;
@@ -198,10 +198,10 @@ WEFT_DEVICE void weft_coll_broadcast_ring(const weft_kctx_t *k, void *args)
             weft_ring_span(a->count, pe, t - d, &f, &m);
         if (d >= 1)
             weft_ring_span(a->count, pe, t - d + 1, &rf, &rm);
-        weft_coll_copy(k, send, a->out + f * es, m * es);
+        weft_coll_copy(k, a, send, a->out + f * es, m * es);
         if (weft_ring_send_recv(k, a, m * es))
             return;
-        weft_coll_copy(k, a->out + rf * es, recv, rm * es);
+        weft_coll_copy(k, a, a->out + rf * es, recv, rm * es);
         if (weft_ring_done(k, a))
             return;
     }
@@ -227,7 +227,7 @@ WEFT_DEVICE void weft_coll_reduce_ring(const weft_kctx_t *k, void *args)
         if (e >= 1)
             weft_ring_span(a->count, pe, t - e + 1, &rf, &rm);
         /* the chain's start sends input; the others what they reduced last step */
-        weft_coll_copy(k, send, e == 0 ? a->in + f * es : acc, m * es);
+        weft_coll_copy(k, a, send, e == 0 ? a->in + f * es : acc, m * es);
         if (weft_ring_send_recv(k, a, m * es))
             return;
         weft_ring_accumulate(k, a, a->in + rf * es, rm, e == n - 1, e == n - 1 ? a->out + rf * es : NULL);
@@ -256,7 +256,7 @@ WEFT_DEVICE void weft_coll_reduce_scatter_ring(const weft_kctx_t *k, void *args)
         weft_ring_span(a->count, pe, (int64_t)j, &f, &m);
         for (int64_t s = 0; s < n - 1; s++) {
             uint64_t sb = (uint64_t)((a->rank - 1 - s + 2 * n) % n), rb = (uint64_t)((a->rank - 2 - s + 2 * n) % n);
-            weft_coll_copy(k, send, s == 0 ? a->in + (sb * a->count + f) * es : acc, m * es);
+            weft_coll_copy(k, a, send, s == 0 ? a->in + (sb * a->count + f) * es : acc, m * es);
             if (weft_ring_send_recv(k, a, m * es))
                 return;
             weft_ring_accumulate(k, a, a->in + (rb * a->count + f) * es, m, s == n - 2,

@@ -16,11 +16,19 @@
  * and the packet buffer alternates between two halves by call, so a rank
  * that is one call ahead writes the half its peers are not reading.
  *
- * Bodies use every block of the launch (any nblocks, any nthreads): data
- * loops run over the global thread index, phases are separated by a grid
- * barrier (weft_coll_grid_sync), and block 0's thread 0 alone talks to the
- * peers. Every block of a launch must be resident at once (the launcher
- * sizes the grid for that).
+ * Teams. A body runs either as one team of the whole launch (data loops
+ * over the global thread index, phases separated by a grid barrier,
+ * weft_coll_grid_sync; every block must be resident at once, and block
+ * 0's thread 0 alone talks to the peers) or, when the launcher sets
+ * per_block, as nblocks independent teams: block b of every rank works on
+ * the b-th contiguous part of the elements with the b-th part of each
+ * scratch region, and meets only block b of its peers, through per-block
+ * arrival words (weft_coll_block_barrier). No block then waits for another
+ * block of its own launch, so blocks need not be resident together, and
+ * as many blocks as the GPU has cores move data at once. The weft_coll_*
+ * helpers below (tid, copy, reduce, sync, barrier, scratch, range) follow
+ * the team; the packet, ring and point-to-point bodies always run as one
+ * team of the launch.
  */
 #ifndef WEFT_KERNELS_COLL_H
 #define WEFT_KERNELS_COLL_H
@@ -62,7 +70,25 @@ typedef struct {
     weft_port_channel_dev_t *p2p_pc;     /* [2 * nranks]: DATA and ACK of the link to each peer */
     weft_memory_channel_dev_t *p2p_mc;   /* [2 * nranks]: the same, for links on this host */
     uint64_t p2p_slot;                   /* bytes of one link-buffer slot */
+    uint32_t per_block;                  /* 1: each block is a team (see the top of this file) */
+    uint32_t bsync_stride;               /* words per block in the per-block sync area: nranks + 1 */
+    uint64_t bsync_off;                  /* byte offset of that area in every rank's packet buffer */
 } weft_coll_args_t;
+
+/* Upper bound of blocks per launch for the team-per-block bodies (the
+ * per-block sync area has this many rows). */
+#define WEFT_COLL_MAX_TEAMS 64
+
+/* This thread's index and the thread count of its team. */
+WEFT_DEVICE size_t weft_coll_tid(const weft_kctx_t *k, const weft_coll_args_t *a)
+{
+    return a->per_block ? k->thread : weft_gtid(k);
+}
+
+WEFT_DEVICE size_t weft_coll_nt(const weft_kctx_t *k, const weft_coll_args_t *a)
+{
+    return a->per_block ? k->nthreads : weft_gnthreads(k);
+}
 
 /* Every block of this launch has reached this point, and the writes of
  * each are visible to all (fences around the counter). Bounded. */
@@ -92,10 +118,62 @@ WEFT_DEVICE int weft_coll_grid_sync(const weft_kctx_t *k, weft_coll_args_t *a)
     return weft_load_relaxed_u64(&a->ctl->error) != 0;
 }
 
+/* Every thread of this team has reached this point. */
+WEFT_DEVICE int weft_coll_sync(const weft_kctx_t *k, weft_coll_args_t *a)
+{
+    if (!a->per_block)
+        return weft_coll_grid_sync(k, a);
+    weft_block_sync(k);
+    return weft_load_relaxed_u64(&a->ctl->error) != 0;
+}
+
+/* Block @p block's row of the per-block sync area of the packet buffer at
+ * @p base: word p counts the barriers rank p's block has announced to us,
+ * word nranks (used in our own buffer only) the barriers this block has
+ * passed. */
+WEFT_DEVICE uint64_t *weft_coll_bsync(const weft_coll_args_t *a, char *base, unsigned block)
+{
+    return (uint64_t *)(base + a->bsync_off) + (uint64_t)block * a->bsync_stride;
+}
+
+/*
+ * Block b of every rank has reached this point, and what each wrote before
+ * it is visible to the others. Thread p (striding by the block size)
+ * announces barrier number g to peer p by a release store of g into the
+ * peer's word for our rank (one writer per word, so a store, not an add),
+ * then waits, acquire, until peer p's word for it reaches g. The block
+ * barrier before the stores orders the other threads' writes before them
+ * (release is cumulative at system scope); the block barrier after the
+ * waits orders the acquires before everyone's later reads. All stores
+ * come before any wait, so no order of arrival deadlocks.
+ */
+WEFT_DEVICE int weft_coll_block_barrier(const weft_kctx_t *k, weft_coll_args_t *a)
+{
+    uint64_t *mine = weft_coll_bsync(a, a->pkt, k->block);
+    uint64_t gen;
+    weft_block_sync(k);
+    gen = weft_load_relaxed_u64(&mine[a->nranks]) + 1;
+    for (int p = (int)k->thread; p < a->nranks; p += (int)k->nthreads)
+        if (p != a->rank) {
+            weft_fence_system();
+            weft_store_release_u64(&weft_coll_bsync(a, a->chp[p].dst, k->block)[a->rank], gen);
+        }
+    for (int p = (int)k->thread; p < a->nranks; p += (int)k->nthreads)
+        if (p != a->rank && weft_wait_geq_u64(a->ctl, &mine[p], gen, p, WEFT_DEV_OP_SEMA_WAIT))
+            break;
+    weft_block_sync(k); /* every thread has read the old count above */
+    if (k->thread == 0)
+        weft_store_relaxed_u64(&mine[a->nranks], gen);
+    return weft_load_relaxed_u64(&a->ctl->error) != 0;
+}
+
 /* Every rank of the host has reached this point (and everything each
- * wrote before it is visible). Returns non-zero if a wait gave up. */
+ * wrote before it is visible): this team's block of every rank, or every
+ * block. Returns non-zero if a wait gave up. */
 WEFT_DEVICE int weft_coll_barrier(const weft_kctx_t *k, weft_coll_args_t *a)
 {
+    if (a->per_block)
+        return weft_coll_block_barrier(k, a);
     if (weft_coll_grid_sync(k, a))
         return 1;
     if (k->block == 0 && k->thread == 0) {
@@ -115,7 +193,7 @@ WEFT_DEVICE int weft_coll_barrier(const weft_kctx_t *k, weft_coll_args_t *a)
     do {                                                                                                           \
         T *x = (T *)acc;                                                                                           \
         const T *y = (const T *)in;                                                                                \
-        for (uint64_t i = weft_gtid(k); i < n; i += weft_gnthreads(k))                                             \
+        for (uint64_t i = tid; i < n; i += nt)                                                                     \
             x[i] = EXPR;                                                                                           \
     } while (0)
 #define WEFT_COLL_OPS(T)                                                                                          \
@@ -129,7 +207,7 @@ WEFT_DEVICE int weft_coll_barrier(const weft_kctx_t *k, weft_coll_args_t *a)
 /* acc[i] = acc[i] op in[i], i < n; both aligned to the element size. */
 WEFT_DEVICE void weft_coll_reduce(const weft_kctx_t *k, weft_coll_args_t *a, char *acc, const char *in, uint64_t n)
 {
-    size_t es = weft_dtype_size((weft_dtype_t)a->dtype);
+    size_t es = weft_dtype_size((weft_dtype_t)a->dtype), tid = weft_coll_tid(k, a), nt = weft_coll_nt(k, a);
     switch (a->dtype) {
     case WEFT_FLOAT32: WEFT_COLL_OPS(float); break;
     case WEFT_FLOAT64: WEFT_COLL_OPS(double); break;
@@ -137,7 +215,7 @@ WEFT_DEVICE void weft_coll_reduce(const weft_kctx_t *k, weft_coll_args_t *a, cha
     case WEFT_UINT64: WEFT_COLL_OPS(uint64_t); break;
     default: break; /* signed sums wrap: the generic path does them in unsigned */
     }
-    for (uint64_t i = weft_gtid(k); i < n; i += weft_gnthreads(k))
+    for (uint64_t i = tid; i < n; i += nt)
         weft_reduce_elem((weft_dtype_t)a->dtype, (weft_redop_t)a->op, acc + i * es, in + i * es);
 }
 
@@ -146,43 +224,110 @@ WEFT_DEVICE void weft_coll_finish_avg(const weft_kctx_t *k, weft_coll_args_t *a,
 {
     if (a->op != WEFT_AVG)
         return;
-    size_t es = weft_dtype_size((weft_dtype_t)a->dtype);
-    for (uint64_t i = weft_gtid(k); i < n; i += weft_gnthreads(k))
+    size_t es = weft_dtype_size((weft_dtype_t)a->dtype), tid = weft_coll_tid(k, a), nt = weft_coll_nt(k, a);
+    for (uint64_t i = tid; i < n; i += nt)
         weft_scale_elem((weft_dtype_t)a->dtype, acc + i * es, a->nranks);
 }
 
-WEFT_DEVICE void weft_coll_copy(const weft_kctx_t *k, void *dst, const void *src, uint64_t bytes)
+WEFT_DEVICE void weft_coll_copy(const weft_kctx_t *k, weft_coll_args_t *a, void *dst, const void *src, uint64_t bytes)
 {
-    weft_copy(dst, src, bytes, weft_gtid(k), weft_gnthreads(k));
+    weft_copy(dst, src, bytes, weft_coll_tid(k, a), weft_coll_nt(k, a));
 }
 
-/* Peer p's scratch, through its channel (our own for p == rank). */
-WEFT_DEVICE char *weft_coll_peer_scratch(weft_coll_args_t *a, int p)
+/* Bytes of one scratch region this team uses: the whole region, or the
+ * block's share of it. */
+WEFT_DEVICE uint64_t weft_coll_part(const weft_kctx_t *k, const weft_coll_args_t *a)
 {
-    return p == a->rank ? a->scratch : a->ch[p].dst;
+    return a->per_block ? a->scratch_half / k->nblocks / 64 * 64 : a->scratch_half;
 }
 
-/* acc, holding this rank's part, op= the same part of every peer's
- * scratch (at byte offset off, n elements); then AVG's division. */
-WEFT_DEVICE void weft_coll_reduce_peers(const weft_kctx_t *k, weft_coll_args_t *a, char *acc, uint64_t off,
-                                        uint64_t n)
+/* Rank p's IN region as this team uses it, through its channel (our own
+ * for p == rank); its OUT region is scratch_half further. */
+WEFT_DEVICE char *weft_coll_peer_scratch(const weft_kctx_t *k, weft_coll_args_t *a, int p)
 {
-    for (int p = 0; p < a->nranks; p++) {
-        if (p == a->rank)
-            continue;
-        weft_coll_grid_sync(k, a);
-        weft_coll_reduce(k, a, acc, weft_coll_peer_scratch(a, p) + off, n);
+    char *base = p == a->rank ? a->scratch : a->ch[p].dst;
+    return base + (a->per_block ? (uint64_t)k->block * weft_coll_part(k, a) : 0);
+}
+
+/* The elements [*lo, *hi) of [0, total) that this team handles. */
+WEFT_DEVICE void weft_coll_range(const weft_kctx_t *k, const weft_coll_args_t *a, uint64_t total, uint64_t *lo,
+                                 uint64_t *hi)
+{
+    *lo = a->per_block ? total * k->block / k->nblocks : 0;
+    *hi = a->per_block ? total * (k->block + 1) / k->nblocks : total;
+}
+
+/* Most ranks whose sources one pass of weft_coll_reduce_all reads. */
+#define WEFT_COLL_MAX_FAN 16
+
+#define WEFT_COLL_FAN_LOOP(T, EXPR)                                                                          \
+    do {                                                                                                           \
+        T *d = (T *)dst;                                                                                           \
+        for (uint64_t i = tid; i < n; i += nt) {                                                                   \
+            T x = ((const T *)src[0])[i];                                                                          \
+            for (int p = 1; p < a->nranks; p++) {                                                                  \
+                T y = ((const T *)src[p])[i];                                                                      \
+                x = EXPR;                                                                                          \
+            }                                                                                                      \
+            d[i] = x;                                                                                              \
+        }                                                                                                          \
+    } while (0)
+#define WEFT_COLL_FAN_OPS(T)                                                                                       \
+    switch (a->op) {                                                                                               \
+    case WEFT_SUM: case WEFT_AVG: WEFT_COLL_FAN_LOOP(T, x + y); goto avg;                                       \
+    case WEFT_MIN: WEFT_COLL_FAN_LOOP(T, y < x ? y : x); return;                                                \
+    case WEFT_MAX: WEFT_COLL_FAN_LOOP(T, y > x ? y : x); return;                                                \
+    default: break;                                                                                                \
     }
-    weft_coll_grid_sync(k, a);
-    weft_coll_finish_avg(k, a, acc, n);
+
+/*
+ * dst[i] = the reduction over ranks 0..nranks-1, in rank order, of element
+ * i at byte offset @p off of each rank's IN region (this team's part),
+ * i < n; then AVG's division. One pass: each source is read once and dst
+ * written once (n - 1 passes over an accumulator would read and write it
+ * n - 1 times). The rank order makes the result the same whichever rank
+ * computes it. More than WEFT_COLL_MAX_FAN ranks: pass by pass.
+ */
+WEFT_DEVICE void weft_coll_reduce_all(const weft_kctx_t *k, weft_coll_args_t *a, char *dst, uint64_t off, uint64_t n)
+{
+    size_t es = weft_dtype_size((weft_dtype_t)a->dtype), tid = weft_coll_tid(k, a), nt = weft_coll_nt(k, a);
+    const char *src[WEFT_COLL_MAX_FAN];
+    if (a->nranks > WEFT_COLL_MAX_FAN) {
+        weft_coll_copy(k, a, dst, weft_coll_peer_scratch(k, a, 0) + off, n * es);
+        for (int p = 1; p < a->nranks; p++) {
+            weft_coll_sync(k, a);
+            weft_coll_reduce(k, a, dst, weft_coll_peer_scratch(k, a, p) + off, n);
+        }
+        weft_coll_sync(k, a);
+        weft_coll_finish_avg(k, a, dst, n);
+        return;
+    }
+    for (int p = 0; p < a->nranks; p++)
+        src[p] = weft_coll_peer_scratch(k, a, p) + off;
+    switch (a->dtype) {
+    case WEFT_FLOAT32: WEFT_COLL_FAN_OPS(float); break;
+    case WEFT_FLOAT64: WEFT_COLL_FAN_OPS(double); break;
+    case WEFT_UINT32: WEFT_COLL_FAN_OPS(uint32_t); break;
+    case WEFT_UINT64: WEFT_COLL_FAN_OPS(uint64_t); break;
+    default: break;
+    }
+    /* the other types and ops, element by element: the same thread owns
+     * element i throughout, so no team barrier between the ranks' terms */
+    for (uint64_t i = tid; i < n; i += nt) {
+        weft_copy(dst + i * es, src[0] + i * es, es, 0, 1);
+        for (int p = 1; p < a->nranks; p++)
+            weft_reduce_elem((weft_dtype_t)a->dtype, (weft_redop_t)a->op, dst + i * es, src[p] + i * es);
+    }
+avg:
+    weft_coll_finish_avg(k, a, dst, n);
 }
 
 /* Largest chunk, in elements, when @p per_chunk_copies copies of it must
- * fit one scratch region. */
-WEFT_DEVICE uint64_t weft_coll_chunk(weft_coll_args_t *a, uint64_t per_chunk_copies)
+ * fit this team's part of one scratch region. */
+WEFT_DEVICE uint64_t weft_coll_chunk(const weft_kctx_t *k, weft_coll_args_t *a, uint64_t per_chunk_copies)
 {
     uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype);
-    uint64_t c = a->scratch_half / (es * per_chunk_copies);
+    uint64_t c = weft_coll_part(k, a) / (es * per_chunk_copies);
     return c ? c : 1;
 }
 
@@ -199,7 +344,7 @@ WEFT_DEVICE void weft_coll_allreduce_packet(const weft_kctx_t *k, void *args)
         if (p != a->rank)
             weft_ll16_put((weft_ll16_t *)(a->chp[p].dst + a->half * half_bytes + (uint64_t)a->rank * a->pkt_slot),
                           a->in, bytes, a->flag, weft_gtid(k), weft_gnthreads(k));
-    weft_coll_copy(k, acc, a->in, bytes);
+    weft_coll_copy(k, a, acc, a->in, bytes);
     for (int p = 0; p < a->nranks; p++) {
         if (p == a->rank)
             continue;
@@ -213,7 +358,7 @@ WEFT_DEVICE void weft_coll_allreduce_packet(const weft_kctx_t *k, void *args)
     weft_coll_grid_sync(k, a);
     weft_coll_finish_avg(k, a, acc, a->count);
     weft_coll_grid_sync(k, a);
-    weft_coll_copy(k, a->out, acc, bytes);
+    weft_coll_copy(k, a, a->out, acc, bytes);
 }
 
 /*
@@ -246,7 +391,7 @@ WEFT_DEVICE void weft_coll_allreduce_packet2(const weft_kctx_t *k, void *args)
             weft_ll16_put((weft_ll16_t *)(a->chp[p].dst + a->half * half_bytes + (uint64_t)a->rank * a->pkt_slot),
                           a->in + plo * es, pn * es, a->flag, weft_gtid(k), weft_gnthreads(k));
     }
-    weft_coll_copy(k, acc, a->in + lo * es, mine * es);
+    weft_coll_copy(k, a, acc, a->in + lo * es, mine * es);
     for (int p = 0; p < a->nranks; p++) {
         if (p == a->rank)
             continue;
@@ -266,7 +411,7 @@ WEFT_DEVICE void weft_coll_allreduce_packet2(const weft_kctx_t *k, void *args)
                                           region2),
                           acc, mine * es, a->flag, weft_gtid(k), weft_gnthreads(k));
     /* the input was read above (block p went out in the first loop) */
-    weft_coll_copy(k, a->out + lo * es, acc, mine * es);
+    weft_coll_copy(k, a, a->out + lo * es, acc, mine * es);
     for (int p = 0; p < a->nranks; p++) {
         uint64_t plo = weft_coll_block_lo(a, p), pn = weft_coll_block_lo(a, p + 1) - plo;
         if (p == a->rank)
@@ -276,7 +421,7 @@ WEFT_DEVICE void weft_coll_allreduce_packet2(const weft_kctx_t *k, void *args)
                              weft_gtid(k), weft_gnthreads(k), a->ctl, p))
             return;
         weft_coll_grid_sync(k, a);
-        weft_coll_copy(k, a->out + plo * es, tmp, pn * es);
+        weft_coll_copy(k, a, a->out + plo * es, tmp, pn * es);
     }
 }
 
@@ -284,21 +429,21 @@ WEFT_DEVICE void weft_coll_allreduce_packet2(const weft_kctx_t *k, void *args)
 WEFT_DEVICE void weft_coll_allreduce_rsag(const weft_kctx_t *k, void *args)
 {
     weft_coll_args_t *a = (weft_coll_args_t *)args;
-    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), chunk = weft_coll_chunk(a, 1);
-    for (uint64_t e0 = 0; e0 < a->count; e0 += chunk) {
-        uint64_t ce = a->count - e0 < chunk ? a->count - e0 : chunk;
+    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), chunk = weft_coll_chunk(k, a, 1), first, end;
+    char *in = weft_coll_peer_scratch(k, a, a->rank), *out = in + a->scratch_half;
+    weft_coll_range(k, a, a->count, &first, &end);
+    for (uint64_t e0 = first; e0 < end; e0 += chunk) {
+        uint64_t ce = end - e0 < chunk ? end - e0 : chunk;
         uint64_t lo = ce * (uint64_t)a->rank / (uint64_t)a->nranks, hi = ce * (uint64_t)(a->rank + 1) / (uint64_t)a->nranks;
-        char *in = a->scratch, *out = a->scratch + a->scratch_half;
-        weft_coll_copy(k, in, a->in + e0 * es, ce * es);
+        weft_coll_copy(k, a, in, a->in + e0 * es, ce * es);
         if (weft_coll_barrier(k, a))
             return;
-        weft_coll_copy(k, out + lo * es, in + lo * es, (hi - lo) * es);
-        weft_coll_reduce_peers(k, a, out + lo * es, lo * es, hi - lo);
+        weft_coll_reduce_all(k, a, out + lo * es, lo * es, hi - lo);
         if (weft_coll_barrier(k, a))
             return;
         for (int q = 0; q < a->nranks; q++) {
             uint64_t qlo = ce * (uint64_t)q / (uint64_t)a->nranks, qhi = ce * (uint64_t)(q + 1) / (uint64_t)a->nranks;
-            weft_coll_copy(k, a->out + (e0 + qlo) * es, weft_coll_peer_scratch(a, q) + a->scratch_half + qlo * es,
+            weft_coll_copy(k, a, a->out + (e0 + qlo) * es, weft_coll_peer_scratch(k, a, q) + a->scratch_half + qlo * es,
                            (qhi - qlo) * es);
         }
         if (weft_coll_barrier(k, a))
@@ -310,14 +455,15 @@ WEFT_DEVICE void weft_coll_allreduce_rsag(const weft_kctx_t *k, void *args)
 WEFT_DEVICE void weft_coll_allgather_mesh(const weft_kctx_t *k, void *args)
 {
     weft_coll_args_t *a = (weft_coll_args_t *)args;
-    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), chunk = weft_coll_chunk(a, 1);
-    for (uint64_t e0 = 0; e0 < a->count; e0 += chunk) {
-        uint64_t ce = a->count - e0 < chunk ? a->count - e0 : chunk;
-        weft_coll_copy(k, a->scratch, a->in + e0 * es, ce * es);
+    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), chunk = weft_coll_chunk(k, a, 1), first, end;
+    weft_coll_range(k, a, a->count, &first, &end);
+    for (uint64_t e0 = first; e0 < end; e0 += chunk) {
+        uint64_t ce = end - e0 < chunk ? end - e0 : chunk;
+        weft_coll_copy(k, a, weft_coll_peer_scratch(k, a, a->rank), a->in + e0 * es, ce * es);
         if (weft_coll_barrier(k, a))
             return;
         for (int q = 0; q < a->nranks; q++)
-            weft_coll_copy(k, a->out + ((uint64_t)q * a->count + e0) * es, weft_coll_peer_scratch(a, q), ce * es);
+            weft_coll_copy(k, a, a->out + ((uint64_t)q * a->count + e0) * es, weft_coll_peer_scratch(k, a, q), ce * es);
         if (weft_coll_barrier(k, a))
             return;
     }
@@ -329,18 +475,18 @@ WEFT_DEVICE void weft_coll_reduce_scatter_mesh(const weft_kctx_t *k, void *args)
 {
     weft_coll_args_t *a = (weft_coll_args_t *)args;
     uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), n = (uint64_t)a->nranks;
-    uint64_t chunk = weft_coll_chunk(a, n);
-    char *acc = a->scratch + a->scratch_half;
-    for (uint64_t e0 = 0; e0 < a->count; e0 += chunk) {
-        uint64_t ce = a->count - e0 < chunk ? a->count - e0 : chunk;
+    uint64_t chunk = weft_coll_chunk(k, a, n), first, end;
+    char *in = weft_coll_peer_scratch(k, a, a->rank), *acc = in + a->scratch_half;
+    weft_coll_range(k, a, a->count, &first, &end);
+    for (uint64_t e0 = first; e0 < end; e0 += chunk) {
+        uint64_t ce = end - e0 < chunk ? end - e0 : chunk;
         for (uint64_t q = 0; q < n; q++)
-            weft_coll_copy(k, a->scratch + q * ce * es, a->in + (q * a->count + e0) * es, ce * es);
+            weft_coll_copy(k, a, in + q * ce * es, a->in + (q * a->count + e0) * es, ce * es);
         if (weft_coll_barrier(k, a))
             return;
-        weft_coll_copy(k, acc, a->scratch + (uint64_t)a->rank * ce * es, ce * es);
-        weft_coll_reduce_peers(k, a, acc, (uint64_t)a->rank * ce * es, ce);
-        weft_coll_grid_sync(k, a);
-        weft_coll_copy(k, a->out + e0 * es, acc, ce * es);
+        weft_coll_reduce_all(k, a, acc, (uint64_t)a->rank * ce * es, ce);
+        weft_coll_sync(k, a);
+        weft_coll_copy(k, a, a->out + e0 * es, acc, ce * es);
         if (weft_coll_barrier(k, a))
             return;
     }
@@ -350,18 +496,19 @@ WEFT_DEVICE void weft_coll_reduce_scatter_mesh(const weft_kctx_t *k, void *args)
 WEFT_DEVICE void weft_coll_broadcast_mesh(const weft_kctx_t *k, void *args)
 {
     weft_coll_args_t *a = (weft_coll_args_t *)args;
-    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), chunk = weft_coll_chunk(a, 1);
-    for (uint64_t e0 = 0; e0 < a->count; e0 += chunk) {
-        uint64_t ce = a->count - e0 < chunk ? a->count - e0 : chunk;
+    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), chunk = weft_coll_chunk(k, a, 1), first, end;
+    weft_coll_range(k, a, a->count, &first, &end);
+    for (uint64_t e0 = first; e0 < end; e0 += chunk) {
+        uint64_t ce = end - e0 < chunk ? end - e0 : chunk;
         if (a->rank == a->root) {
-            weft_coll_copy(k, a->scratch, a->in + e0 * es, ce * es);
+            weft_coll_copy(k, a, weft_coll_peer_scratch(k, a, a->rank), a->in + e0 * es, ce * es);
             if (a->out != a->in)
-                weft_coll_copy(k, a->out + e0 * es, a->in + e0 * es, ce * es);
+                weft_coll_copy(k, a, a->out + e0 * es, a->in + e0 * es, ce * es);
         }
         if (weft_coll_barrier(k, a))
             return;
         if (a->rank != a->root)
-            weft_coll_copy(k, a->out + e0 * es, weft_coll_peer_scratch(a, a->root), ce * es);
+            weft_coll_copy(k, a, a->out + e0 * es, weft_coll_peer_scratch(k, a, a->root), ce * es);
         if (weft_coll_barrier(k, a))
             return;
     }
@@ -371,18 +518,18 @@ WEFT_DEVICE void weft_coll_broadcast_mesh(const weft_kctx_t *k, void *args)
 WEFT_DEVICE void weft_coll_reduce_mesh(const weft_kctx_t *k, void *args)
 {
     weft_coll_args_t *a = (weft_coll_args_t *)args;
-    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), chunk = weft_coll_chunk(a, 1);
-    char *acc = a->scratch + a->scratch_half;
-    for (uint64_t e0 = 0; e0 < a->count; e0 += chunk) {
-        uint64_t ce = a->count - e0 < chunk ? a->count - e0 : chunk;
-        weft_coll_copy(k, a->scratch, a->in + e0 * es, ce * es);
+    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), chunk = weft_coll_chunk(k, a, 1), first, end;
+    char *in = weft_coll_peer_scratch(k, a, a->rank), *acc = in + a->scratch_half;
+    weft_coll_range(k, a, a->count, &first, &end);
+    for (uint64_t e0 = first; e0 < end; e0 += chunk) {
+        uint64_t ce = end - e0 < chunk ? end - e0 : chunk;
+        weft_coll_copy(k, a, in, a->in + e0 * es, ce * es);
         if (weft_coll_barrier(k, a))
             return;
         if (a->rank == a->root) {
-            weft_coll_copy(k, acc, a->scratch, ce * es);
-            weft_coll_reduce_peers(k, a, acc, 0, ce);
-            weft_coll_grid_sync(k, a);
-            weft_coll_copy(k, a->out + e0 * es, acc, ce * es);
+            weft_coll_reduce_all(k, a, acc, 0, ce);
+            weft_coll_sync(k, a);
+            weft_coll_copy(k, a, a->out + e0 * es, acc, ce * es);
         }
         if (weft_coll_barrier(k, a))
             return;
@@ -394,16 +541,18 @@ WEFT_DEVICE void weft_coll_alltoall_mesh(const weft_kctx_t *k, void *args)
 {
     weft_coll_args_t *a = (weft_coll_args_t *)args;
     uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), n = (uint64_t)a->nranks;
-    uint64_t chunk = weft_coll_chunk(a, n);
-    for (uint64_t e0 = 0; e0 < a->count; e0 += chunk) {
-        uint64_t ce = a->count - e0 < chunk ? a->count - e0 : chunk;
+    uint64_t chunk = weft_coll_chunk(k, a, n), first, end;
+    char *in = weft_coll_peer_scratch(k, a, a->rank);
+    weft_coll_range(k, a, a->count, &first, &end);
+    for (uint64_t e0 = first; e0 < end; e0 += chunk) {
+        uint64_t ce = end - e0 < chunk ? end - e0 : chunk;
         for (uint64_t q = 0; q < n; q++)
-            weft_coll_copy(k, a->scratch + q * ce * es, a->in + (q * a->count + e0) * es, ce * es);
+            weft_coll_copy(k, a, in + q * ce * es, a->in + (q * a->count + e0) * es, ce * es);
         if (weft_coll_barrier(k, a))
             return;
         for (uint64_t q = 0; q < n; q++)
-            weft_coll_copy(k, a->out + (q * a->count + e0) * es,
-                           weft_coll_peer_scratch(a, (int)q) + (uint64_t)a->rank * ce * es, ce * es);
+            weft_coll_copy(k, a, a->out + (q * a->count + e0) * es,
+                           weft_coll_peer_scratch(k, a, (int)q) + (uint64_t)a->rank * ce * es, ce * es);
         if (weft_coll_barrier(k, a))
             return;
     }

@@ -190,16 +190,20 @@ int main(void)
     /* small scratch and packet limits: many chunks, both allreduce algorithms */
     setenv("WEFT_COLL_SCRATCH_BYTES", "65536", 1);
     setenv("WEFT_COLL_PACKET_MAX_BYTES", "2048", 1);
-    plan(11);
+    plan(12);
     for (size_t i = 0; i < sizeof(nr) / sizeof(nr[0]); i++)
         ok(run_ranks(nr[i], 300000, rank_main, nr[i] == 8 ? (void *)1 : NULL, NULL),
            "%d ranks: allreduce, reduce-scatter, allgather, broadcast, reduce, alltoall x 12 types x 5 ops, "
            "counts 0..40000, in and out of place",
            nr[i]);
-    /* the same kernels with several blocks per launch (as on GPUs): their
-     * grid barrier and global thread indexing */
+    /* the same kernels with several blocks per launch (as on GPUs): the
+     * grid barrier and global thread indexing of the one-team bodies, and
+     * the per-block teams (own data part, scratch part and barrier words)
+     * of the mesh bodies; 5 blocks: parts of uneven and of zero size */
     setenv("WEFT_COLL_BLOCKS", "3", 1);
     ok(run_ranks(3, 300000, rank_main, (void *)1, NULL), "3 ranks with 3 blocks per launch: the same sweep");
+    setenv("WEFT_COLL_BLOCKS", "5", 1);
+    ok(run_ranks(4, 300000, rank_main, (void *)1, NULL), "4 ranks with 5 blocks per launch: the same sweep");
     /* the ring algorithms (port channels; what ranks on several hosts use),
      * here over IPC: 2 ranks (next is prev) and 3 */
     setenv("WEFT_COLL_BLOCKS", "1", 1);
