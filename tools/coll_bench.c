@@ -310,7 +310,7 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
     if (b.rank == 0) {
         const char *backend = "?", *algo = "?";
         weft_comm_backend(comm, &backend);
-        if (o->json && !(json = fopen(o->json, "w")))
+        if (o->json && !(json = fopen(o->json, o->json_append ? "a" : "w")))
             fprintf(stderr, "weft-perf: cannot write %s\n", o->json);
         printf("# weft-perf %s: %d ranks, %s backend, type %s, op %s, root %d, %d iterations (+%d warm-up), check %s\n",
                o->name, b.nranks, backend, dtype_names[b.t], op_names[b.op], o->root, o->iters, o->warmup,

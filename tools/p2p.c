@@ -22,6 +22,9 @@ typedef struct {
     weft_p2p_args_t args;
 } p2p_t;
 
+/* Blocks of the wide put on a GPU: about a quarter of an H200's cores. */
+#define WIDE_BLOCKS 32
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -29,7 +32,8 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* Median over reps of (time of one launch of iters iterations) / iters. */
-static int run(p2p_t *p, const char *kernel, int iters, int reps, unsigned nthreads, double *median_us)
+static int run(p2p_t *p, const char *kernel, int iters, int reps, unsigned nblocks, unsigned nthreads,
+               double *median_us)
 {
     double t[64];
     if (reps > 64)
@@ -39,7 +43,7 @@ static int run(p2p_t *p, const char *kernel, int iters, int reps, unsigned nthre
         if (weft_bootstrap_barrier(p->comm) != WEFT_OK)
             return 1;
         double t0 = perf_now_us();
-        if (weft_launch_builtin(p->stream, kernel, 1, nthreads, &p->args, sizeof(p->args)) != WEFT_OK ||
+        if (weft_launch_builtin(p->stream, kernel, nblocks, nthreads, &p->args, sizeof(p->args)) != WEFT_OK ||
             weft_stream_synchronize(p->stream) != WEFT_OK) {
             fprintf(stderr, "rank %d: %s failed: %s\n", p->rank, kernel, weft_get_last_error());
             return 1;
@@ -94,7 +98,7 @@ static int check_delivery(p2p_t *p, void *buf, size_t bytes, int net, unsigned n
     if (weft_memcpy(p->stream, buf, host, bytes) != WEFT_OK || weft_stream_synchronize(p->stream) != WEFT_OK)
         good = 0;
     p->args.bytes = bytes;
-    if (good && run(p, net ? "p2p_pc_put_bw" : "p2p_put_bw", 1, 1, nthreads, &us))
+    if (good && run(p, net ? "p2p_pc_put_bw" : "p2p_put_bw", 1, 1, 1, nthreads, &us))
         good = 0;
     if (good && p->rank == 1) {
         if (weft_memcpy(p->stream, host, buf, bytes) != WEFT_OK || weft_stream_synchronize(p->stream) != WEFT_OK)
@@ -193,24 +197,37 @@ int p2p_bench(weft_comm_t *comm, const perf_opts_t *o)
         };
         for (size_t i = net ? 2 : 0; i < sizeof(lat) / sizeof(lat[0]); i++) {
             int iters = o->iters * (net ? 10 : 50);
-            if (run(&p, lat[i].kernel, iters, o->reps, 1, &us))
+            if (run(&p, lat[i].kernel, iters, o->reps, 1, 1, &us))
                 goto out;
             if (p.rank == 0)
                 printf("  %-34s %10d %12.2f\n", lat[i].label, iters, us);
         }
     }
-    if (p.rank == 0)
-        printf("#\n# %-12s %10s %12s %12s %14s %8s\n", "put size", "iters", "median(us)", "bw(GB/s)",
-               net ? "rawtcp(GB/s)" : "localcopy(GB/s)", "ratio");
-    /* a GPU block copies with all its threads; a host block is one thread */
+    /* a GPU block copies with all its threads; a host block is one thread.
+     * bw: one block puts and signals, rank 1 answers (a round trip per
+     * put); wide: WIDE_BLOCKS blocks share each put, no handshake (what
+     * the link moves when many cores write), compared with the backend's
+     * own device-to-device copy */
     const char *backend = "host";
     weft_comm_backend(comm, &backend);
     unsigned copy_threads = strcmp(backend, "host") == 0 ? 1 : 1024;
+    unsigned wide = strcmp(backend, "host") == 0 ? 1 : WIDE_BLOCKS;
+    if (p.rank == 0) {
+        if (net)
+            printf("#\n# %-12s %10s %12s %12s %14s %8s\n", "put size", "iters", "median(us)", "bw(GB/s)",
+                   "rawtcp(GB/s)", "ratio");
+        else
+            printf("#\n# %-12s %10s %12s %12s %12s %14s %8s\n", "put size", "iters", "median(us)", "bw(GB/s)",
+                   "wide(GB/s)", "localcopy(GB/s)", "wide/copy");
+    }
     for (size_t bytes = o->min_bytes < 1024 ? 1024 : o->min_bytes; bytes <= max; bytes *= 4) {
         int iters = bytes >= (64u << 20) ? 2 : bytes >= (1u << 20) ? 10 : 100;
         p.args.bytes = bytes;
         double ref_gbs = 0, ref_us;
-        if (run(&p, net ? "p2p_pc_put_bw" : "p2p_put_bw", iters, o->reps, net ? 1 : copy_threads, &us))
+        double wide_us = 0;
+        if (run(&p, net ? "p2p_pc_put_bw" : "p2p_put_bw", iters, o->reps, 1, net ? 1 : copy_threads, &us))
+            goto out;
+        if (!net && run(&p, "p2p_put_stream", iters, o->reps, wide, copy_threads, &wide_us))
             goto out;
         if (net) {
             /* the same sizes, protocol and streams over plain TCP, now */
@@ -223,9 +240,13 @@ int p2p_bench(weft_comm_t *comm, const perf_opts_t *o)
             ref_gbs = local_copy_gbs(&p, bytes);
         }
         if (p.rank == 0) {
-            double bw = (double)bytes / us / 1e3;
-            printf("  %-12zu %10d %12.2f %12.3f %14.3f %8.2f\n", bytes, iters, us, bw, ref_gbs,
-                   ref_gbs > 0 ? bw / ref_gbs : 0);
+            double bw = (double)bytes / us / 1e3, wbw = wide_us > 0 ? (double)bytes / wide_us / 1e3 : 0;
+            if (net)
+                printf("  %-12zu %10d %12.2f %12.3f %14.3f %8.2f\n", bytes, iters, us, bw, ref_gbs,
+                       ref_gbs > 0 ? bw / ref_gbs : 0);
+            else
+                printf("  %-12zu %10d %12.2f %12.3f %12.3f %14.3f %8.2f\n", bytes, iters, us, bw, wbw, ref_gbs,
+                       ref_gbs > 0 ? wbw / ref_gbs : 0);
             fflush(stdout);
         }
         if (bytes > max / 4)

@@ -30,12 +30,15 @@ typedef struct {
     int iters, warmup, check, root, reps;
     int blocking;     /* -z 1: wait for each call to finish before the next (nccl-tests' -z) */
     perf_coll_t coll; /* OP_COLL */
-    int dtype, redop;
+    int dtype, redop; /* or PERF_ALL (-d all, -o all): one sweep each */
     const char *json; /* --json FILE */
+    int json_append;  /* later sweeps of -d all / -o all add to it */
     const char *plot; /* --plot FILE.svg */
     unsigned transport; /* p2p: WEFT_TRANSPORT_IPC or _ETHERNET (--transport) */
     int vs;           /* --vs: PERF_VS_MPI or PERF_VS_NCCL (the same sweep through it, side by side) */
 } perf_opts_t;
+
+#define PERF_ALL (-2)
 
 typedef struct {
     size_t bytes;

@@ -189,9 +189,30 @@ static int bench(weft_comm_t *comm, void *arg)
     return total_wrong ? 1 : 0;
 }
 
+/* One sweep, or one per type and/or op for -d all / -o all (ops only
+ * where the collective reduces); the worst exit status. */
 static int coll_rank(weft_comm_t *comm, void *arg)
 {
-    return coll_bench(comm, arg);
+    const perf_opts_t *o = arg;
+    int reduces = o->coll == PERF_ALLREDUCE || o->coll == PERF_REDUCE_SCATTER || o->coll == PERF_REDUCE;
+    int t0 = o->dtype == PERF_ALL ? 0 : o->dtype, t1 = o->dtype == PERF_ALL ? WEFT_DTYPE_COUNT : o->dtype + 1;
+    int r0 = o->redop == PERF_ALL ? 0 : o->redop, r1 = o->redop == PERF_ALL ? WEFT_REDOP_COUNT : o->redop + 1;
+    int worst = 0;
+    if (!reduces)
+        r1 = r0 + 1; /* the op does not matter: one sweep per type (sum) */
+    for (int t = t0; t < t1; t++)
+        for (int r = r0; r < r1; r++) {
+            perf_opts_t one = *o;
+            int rc;
+            one.dtype = t;
+            one.redop = r;
+            one.json_append = t != t0 || r != r0;
+            if ((rc = coll_bench(comm, &one)) > worst)
+                worst = rc;
+            if (rc > 1) /* a failure other than wrong values: stop */
+                return worst;
+        }
+    return worst;
 }
 
 static int p2p_rank(weft_comm_t *comm, void *arg)
@@ -317,8 +338,9 @@ static void usage(FILE *out)
             "  -c 0|1    check results (default 1)               -r R     broadcast root (default 0)\n"
             "  -R N      repetitions for medians (p2p, default 7)\n"
             "  -z 0|1    blocking: wait for each call before the next (default 0)\n"
-            "  -d TYPE   int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double f8e4m3 f8e5m2\n"
-            "  -o OP     sum prod min max avg                    --algo NAME  force an algorithm\n"
+            "  -d TYPE   int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double f8e4m3 f8e5m2,\n"
+            "            or all (one sweep per type; --plot shows the last)\n"
+            "  -o OP     sum prod min max avg, or all            --algo NAME  force an algorithm\n"
             "  --ranks N fork N local ranks (default: join a launcher-started job)\n"
             "  --backend NAME  GPU backend (host, cuda, hip)\n"
             "  --transport ipc|ethernet  p2p: the peers' link (ethernet: port channel over TCP,\n"
@@ -409,11 +431,11 @@ int main(int argc, char **argv)
         case 'r': o.root = atoi(optarg); break;
         case 'R': o.reps = atoi(optarg); if (o.reps < 1) goto bad; break;
         case 'd':
-            if ((o.dtype = perf_dtype_from_name(optarg)) < 0)
+            if ((o.dtype = strcmp(optarg, "all") == 0 ? PERF_ALL : perf_dtype_from_name(optarg)) == -1)
                 goto bad;
             break;
         case 'o':
-            if ((o.redop = perf_op_from_name(optarg)) < 0)
+            if ((o.redop = strcmp(optarg, "all") == 0 ? PERF_ALL : perf_op_from_name(optarg)) == -1)
                 goto bad;
             break;
         default: goto bad;

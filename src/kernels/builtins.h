@@ -17,6 +17,7 @@
     X(p2p_ll_pingpong, weft_p2p_ll_pingpong, weft_p2p_args_t)                                                      \
     X(p2p_pc_pingpong, weft_p2p_pc_pingpong, weft_p2p_args_t)                                                      \
     X(p2p_put_bw, weft_p2p_put_bw, weft_p2p_args_t)                                                                \
+    X(p2p_put_stream, weft_p2p_put_stream, weft_p2p_args_t)                                                        \
     X(p2p_pc_put_bw, weft_p2p_pc_put_bw, weft_p2p_args_t)                                                          \
     X(coll_allreduce_packet, weft_coll_allreduce_packet, weft_coll_args_t)                                         \
     X(coll_allreduce_packet2, weft_coll_allreduce_packet2, weft_coll_args_t)                                       \

@@ -100,6 +100,21 @@ WEFT_DEVICE void weft_p2p_put_bw(const weft_kctx_t *k, void *args)
     }
 }
 
+/* Put bandwidth with every block of the launch: rank 0's block b writes
+ * the b-th part of the buffer into the peer's, iters times over, with no
+ * handshake (the launch's end is the completion the host times); rank 1
+ * does nothing. What memory channels move when a GPU's cores share a put. */
+WEFT_DEVICE void weft_p2p_put_stream(const weft_kctx_t *k, void *args)
+{
+    weft_p2p_args_t *a = (weft_p2p_args_t *)args;
+    uint64_t lo = a->bytes * k->block / k->nblocks / 16 * 16;
+    uint64_t hi = k->block + 1 == k->nblocks ? a->bytes : a->bytes * (k->block + 1) / k->nblocks / 16 * 16;
+    if (a->rank != 0)
+        return;
+    for (int i = 0; i < a->iters; i++)
+        weft_mc_put(&a->mc, lo, lo, hi - lo, k->thread, k->nthreads);
+}
+
 /* The same through a port channel (the proxy moves the bytes: over the
  * network, or with the copy engine). Rank 1 acknowledges each put. */
 WEFT_DEVICE void weft_p2p_pc_put_bw(const weft_kctx_t *k, void *args)
