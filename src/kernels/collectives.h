@@ -143,9 +143,11 @@ WEFT_DEVICE uint64_t *weft_coll_bsync(const weft_coll_args_t *a, char *base, uns
  * peer's word for our rank (one writer per word, so a store, not an add),
  * then waits, acquire, until peer p's word for it reaches g. The block
  * barrier before the stores orders the other threads' writes before them
- * (release is cumulative at system scope); the block barrier after the
- * waits orders the acquires before everyone's later reads. All stores
- * come before any wait, so no order of arrival deadlocks.
+ * (a system-scope release is cumulative: no separate fence); the one after
+ * the waits orders the acquires before everyone's later reads. A block
+ * barrier between the stores and the waits makes every store issued
+ * before any thread spins, so a spinning thread never holds back a store
+ * of its own warp that another rank is waiting for.
  */
 WEFT_DEVICE int weft_coll_block_barrier(const weft_kctx_t *k, weft_coll_args_t *a)
 {
@@ -154,10 +156,9 @@ WEFT_DEVICE int weft_coll_block_barrier(const weft_kctx_t *k, weft_coll_args_t *
     weft_block_sync(k);
     gen = weft_load_relaxed_u64(&mine[a->nranks]) + 1;
     for (int p = (int)k->thread; p < a->nranks; p += (int)k->nthreads)
-        if (p != a->rank) {
-            weft_fence_system();
+        if (p != a->rank)
             weft_store_release_u64(&weft_coll_bsync(a, a->chp[p].dst, k->block)[a->rank], gen);
-        }
+    weft_block_sync(k);
     for (int p = (int)k->thread; p < a->nranks; p += (int)k->nthreads)
         if (p != a->rank && weft_wait_geq_u64(a->ctl, &mine[p], gen, p, WEFT_DEV_OP_SEMA_WAIT))
             break;
