@@ -173,7 +173,8 @@ struct weft_coll_ctx {
     weft_gpu_alloc_t handles;            /* device arrays ch[] then chp[] */
     weft_gpu_alloc_t gbar;               /* the kernels' grid barrier words */
     unsigned nblocks, nthreads;          /* launch shape */
-    unsigned team_blocks;                /* blocks of the team-per-block algorithms' launches */
+    unsigned team_blocks;                /* most blocks of a team-per-block launch (one per MiB of message) */
+    int team_forced;                     /* WEFT_COLL_BLOCKS: that many, whatever the size */
     size_t bsync_off;                    /* their sync area in the packet buffer */
     uint64_t packet_calls;
     int mesh;                            /* the memory channels above exist */
@@ -372,28 +373,6 @@ err:
     return status;
 }
 
-/* GPU: blocks for the team-per-block bodies, the same on every rank (the
- * smallest proposal): the device's cores over the ranks of this host,
- * 1 .. 32. Collective. */
-static weft_status_t team_blocks(weft_comm_t *comm, unsigned *out)
-{
-    weft_gpu_props_t props;
-    unsigned *all = calloc((size_t)comm->nranks, sizeof(*all)), mine = 8;
-    weft_status_t status;
-    if (!all)
-        return WEFT_ERR_NO_MEMORY;
-    if (comm->gpu->props(comm->gctx, &props) == WEFT_OK && props.cores > 0)
-        mine = props.cores / (unsigned)WEFT_MAX(comm->local_size, 1);
-    all[comm->rank] = WEFT_MAX(1u, WEFT_MIN(mine, 32u));
-    if ((status = weft_bootstrap_allgather(comm, all, sizeof(*all))) == WEFT_OK) {
-        *out = all[0];
-        for (int p = 1; p < comm->nranks; p++)
-            *out = WEFT_MIN(*out, all[p]);
-    }
-    free(all);
-    return status;
-}
-
 /* Collective: every rank sets its context up in its first collective. */
 static weft_status_t coll_setup(weft_comm_t *comm)
 {
@@ -455,20 +434,26 @@ shape:
     if ((status = comm->gpu->mem_alloc(comm->gctx, 64, WEFT_GPU_MEM_SYNC, &x->gbar)) != WEFT_OK)
         goto err;
     /* Launch shape. Host: a block is one CPU thread, and ranks already
-     * share the cores. GPU: one block of 512 threads for the bodies that
-     * run as one team (a barrier across blocks needs them all resident,
-     * which MPS does not promise: on an H200 shared by 4-8 processes, 32
-     * blocks per rank with a grid barrier were 10x slower than one and,
-     * with 8 ranks, hit the device timeout); the team-per-block bodies get
-     * the GPU's cores shared among the ranks of the host. WEFT_COLL_BLOCKS
-     * sets both (the host tests run them with 3). */
+     * share the cores: one. GPU: one block of 512 threads for the bodies
+     * that run as one team (a barrier across blocks needs them all
+     * resident, which MPS does not promise: on an H200 shared by 4-8
+     * processes, 32 blocks per rank with a grid barrier were 10x slower
+     * than one and, with 8 ranks, hit the device timeout); the
+     * team-per-block bodies one block per MiB of message, up to
+     * WEFT_COLL_TEAM_BLOCKS (on the H200 shared by 4-8 processes, 4 blocks
+     * moved 1.6-2.6x what one did at 256 MiB, while 16-32 cost about 40 us
+     * per block per step at every size). WEFT_COLL_BLOCKS sets both (the
+     * host tests run them with 3 and 5). Every rank must agree (the
+     * parameters are the same on every rank). */
     x->nblocks = 1;
     x->nthreads = (comm->caps & WEFT_CAP_CPU_ACCESS) ? 1 : 512;
-    x->team_blocks = 1;
-    if (weft_param_int(WEFT_P_COLL_BLOCKS) > 0)
+    x->team_blocks = (comm->caps & WEFT_CAP_CPU_ACCESS)
+                         ? 1
+                         : (unsigned)WEFT_MAX(1, WEFT_MIN(weft_param_int(WEFT_P_COLL_TEAM_BLOCKS), WEFT_COLL_MAX_TEAMS));
+    if (weft_param_int(WEFT_P_COLL_BLOCKS) > 0) {
         x->nblocks = x->team_blocks = (unsigned)WEFT_MIN(weft_param_int(WEFT_P_COLL_BLOCKS), WEFT_COLL_MAX_TEAMS);
-    else if (!(comm->caps & WEFT_CAP_CPU_ACCESS) && (status = team_blocks(comm, &x->team_blocks)) != WEFT_OK)
-        goto err;
+        x->team_forced = 1;
+    }
     if (x->mesh && (status = weft_comm_to_device(comm, x->handles.ptr, tmp, 2 * hb)) != WEFT_OK)
         goto err;
     free(tmp);
@@ -626,7 +611,9 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
         a.per_block = 1;
         a.bsync_stride = (uint32_t)comm->nranks + 1;
         a.bsync_off = comm->coll->bsync_off;
-        l.nblocks = comm->coll->team_blocks;
+        l.nblocks = comm->coll->team_forced
+                        ? comm->coll->team_blocks
+                        : (unsigned)WEFT_MAX(1, WEFT_MIN((uint64_t)comm->coll->team_blocks, (uint64_t)bytes >> 20));
     }
     l.nthreads = comm->coll->nthreads;
     l.args = &a;

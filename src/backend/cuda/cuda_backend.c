@@ -339,8 +339,28 @@ static weft_status_t rt_props(weft_gpu_ctx_t *ctx, weft_gpu_props_t *p)
     snprintf(p->pci_bus_id, sizeof(p->pci_bus_id), "%04x:%02x:%02x.0", (unsigned)prop.pciDomainID,
              (unsigned)prop.pciBusID, (unsigned)prop.pciDeviceID);
     p->max_blocks = (unsigned)prop.multiProcessorCount * 4;
-    p->cores = (unsigned)prop.multiProcessorCount;
     return WEFT_OK;
+}
+
+/*
+ * Zeroes new device memory, and it is zero before this returns. Not with a
+ * plain cudaMemset: that is asynchronous for device memory and goes to the
+ * legacy default stream, which our non-blocking streams do not wait for,
+ * so a copy issued right after on one of them (the channel handles of a
+ * collective, say) could land first and be zeroed after. Seen as NULL
+ * peer pointers in kernels when processes shared a GPU without MPS.
+ */
+static weft_status_t zero_fill(void *p, size_t bytes)
+{
+    rtStream_t s;
+    weft_status_t status = rt_check(RT(StreamCreateWithFlags)(&s, rtStreamNonBlocking), "stream creation");
+    if (status != WEFT_OK)
+        return status;
+    status = rt_check(RT(MemsetAsync)(p, 0, bytes, s), "zero-fill");
+    if (status == WEFT_OK)
+        status = rt_check(RT(StreamSynchronize)(s), "zero-fill");
+    RT(StreamDestroy)(s);
+    return status;
 }
 
 static weft_status_t rt_mem_alloc(weft_gpu_ctx_t *ctx, size_t bytes, unsigned flags, weft_gpu_alloc_t *out)
@@ -370,7 +390,7 @@ static weft_status_t rt_mem_alloc(weft_gpu_ctx_t *ctx, size_t bytes, unsigned fl
                 vmm.release(h);
                 return status;
             }
-            if ((status = rt_check(RT(Memset)((void *)v->va, 0, size), "zero-fill")) != WEFT_OK) {
+            if ((status = zero_fill((void *)v->va, size)) != WEFT_OK) {
                 vmm_unmap(v);
                 return status;
             }
@@ -383,7 +403,7 @@ static weft_status_t rt_mem_alloc(weft_gpu_ctx_t *ctx, size_t bytes, unsigned fl
     if ((status = rt_check(RT(Malloc)(&p, bytes), "device allocation")) != WEFT_OK)
         return status;
 #endif
-    if ((status = rt_check(RT(Memset)(p, 0, bytes), "zero-fill")) != WEFT_OK) {
+    if ((status = zero_fill(p, bytes)) != WEFT_OK) {
         RT(Free)(p);
         return status;
     }

@@ -74,7 +74,6 @@ static weft_status_t host_props(weft_gpu_ctx_t *ctx, weft_gpu_props_t *p)
     p->total_mem = (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
     p->pci_bus = -1;
     p->max_blocks = ctx->max_blocks;
-    p->cores = (unsigned)WEFT_MAX(1, sysconf(_SC_NPROCESSORS_ONLN));
     return WEFT_OK;
 }
 
