@@ -23,6 +23,7 @@
 
 #include "weft/device.h"
 #include "weft/dtype.h"
+#include "weft/switch.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -502,13 +503,24 @@ WEFT_API weft_status_t weft_port_channel_device_handle(weft_proxy_t *proxy, uint
                                                        uint32_t src_mem, weft_port_channel_dev_t *out);
 
 /**
- * Switch channel (multicast reduce/broadcast over NVLink SHARP). Needs a
- * backend with multicast and WEFT_NVLS_ENABLE=1 (and not NCCL_NVLS_ENABLE=0);
- * otherwise WEFT_ERR_UNSUPPORTED and algorithms use memory channels.
+ * Switch channel: one buffer of @p bytes per rank, all bound to one
+ * multicast object (NVLink SHARP on NVIDIA GPUs that have it; emulated by
+ * the host backend), driven from kernels with include/weft/switch.h:
+ * a load-reduce over every rank's buffer, a store into every rank's.
+ * Collective over @p comm, whose ranks must all be on this host. Off unless
+ * WEFT_NVLS_ENABLE=1 (and never when NCCL_NVLS_ENABLE=0): otherwise, or
+ * without multicast, WEFT_ERR_UNSUPPORTED, and algorithms use memory
+ * channels. @p bytes is rounded up to the object's granularity.
  */
 typedef struct weft_switch_channel weft_switch_channel_t;
 WEFT_API weft_status_t weft_switch_channel_create(weft_comm_t *comm, size_t bytes,
                                                   weft_switch_channel_t **channel);
+WEFT_API weft_status_t weft_switch_channel_device_handle(const weft_switch_channel_t *channel,
+                                                         weft_switch_channel_dev_t *out);
+/** This rank's buffer (device memory) and its size. */
+WEFT_API weft_status_t weft_switch_channel_buffer(const weft_switch_channel_t *channel, void **ptr, size_t *bytes);
+/** Releases this rank's part; call once no rank uses the channel (after a barrier). */
+WEFT_API weft_status_t weft_switch_channel_destroy(weft_switch_channel_t *channel);
 
 #ifdef __cplusplus
 }

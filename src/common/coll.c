@@ -25,41 +25,45 @@ typedef struct {
     const char *help;
     int one_host;        /* needs every rank on this host (memory channels) */
     int per_block;       /* each block is a team of its own (collectives.h): launched wide */
+    int switch_sum;      /* the switch channel: only what weft_sc_reduces (sums of f32, f16, bf16) */
 } weft_algo_t;
 
 /* In order of preference: the first whose limits admit a call is used. */
 static const weft_algo_t algos[] = {
     {WEFT_COLL_ALLREDUCE, "packet", 1, WEFT_CAP_IPC, "coll_allreduce_packet",
-     "one-shot: LL16 packets to every peer, no barrier (small messages)", 1, 0},
+     "one-shot: LL16 packets to every peer, no barrier (small messages)", 1, 0, 0},
     {WEFT_COLL_ALLREDUCE, "packet2", 1, WEFT_CAP_IPC, "coll_allreduce_packet2",
-     "two-step: LL16 reduce-scatter then LL16 allgather, no barrier (medium messages)", 1, 0},
+     "two-step: LL16 reduce-scatter then LL16 allgather, no barrier (medium messages)", 1, 0, 0},
     {WEFT_COLL_ALLREDUCE, "rsag", 0, WEFT_CAP_IPC, "coll_allreduce_rsag",
-     "reduce-scatter then allgather through scratch, chunked", 1, 1},
+     "reduce-scatter then allgather through scratch, chunked", 1, 1, 0},
+    {WEFT_COLL_ALLREDUCE, "switch", 0, WEFT_CAP_IPC | WEFT_CAP_MULTICAST, "coll_allreduce_switch",
+     "the switch reduces: a multimem load-reduce and store per share, through the switch channel "
+     "(WEFT_NVLS_ENABLE=1; sums of f32, f16, bf16)", 1, 1, 1},
     {WEFT_COLL_ALLREDUCE, "ring", 0, 0, "coll_allreduce_ring",
-     "ring reduce-scatter + allgather over port channels (ranks on several hosts)", 0, 0},
-    {WEFT_COLL_ALLGATHER, "mesh", 0, WEFT_CAP_IPC, "coll_allgather_mesh", "every rank reads every rank's part", 1, 1},
+     "ring reduce-scatter + allgather over port channels (ranks on several hosts)", 0, 0, 0},
+    {WEFT_COLL_ALLGATHER, "mesh", 0, WEFT_CAP_IPC, "coll_allgather_mesh", "every rank reads every rank's part", 1, 1, 0},
     {WEFT_COLL_ALLGATHER, "ring", 0, 0, "coll_allgather_ring",
-     "each block passed round a ring of port channels (ranks on several hosts)", 0, 0},
+     "each block passed round a ring of port channels (ranks on several hosts)", 0, 0, 0},
     {WEFT_COLL_REDUCE_SCATTER, "mesh", 0, WEFT_CAP_IPC, "coll_reduce_scatter_mesh",
-     "every rank reduces its block from every rank's scratch", 1, 1},
+     "every rank reduces its block from every rank's scratch", 1, 1, 0},
     {WEFT_COLL_REDUCE_SCATTER, "ring", 0, 0, "coll_reduce_scatter_ring",
-     "each block's partial passed round a ring of port channels (ranks on several hosts)", 0, 0},
-    {WEFT_COLL_BROADCAST, "mesh", 0, WEFT_CAP_IPC, "coll_broadcast_mesh", "every rank reads the root's scratch", 1, 1},
+     "each block's partial passed round a ring of port channels (ranks on several hosts)", 0, 0, 0},
+    {WEFT_COLL_BROADCAST, "mesh", 0, WEFT_CAP_IPC, "coll_broadcast_mesh", "every rank reads the root's scratch", 1, 1, 0},
     {WEFT_COLL_BROADCAST, "ring", 0, 0, "coll_broadcast_ring",
-     "pipelined along a ring of port channels from the root (ranks on several hosts)", 0, 0},
+     "pipelined along a ring of port channels from the root (ranks on several hosts)", 0, 0, 0},
     {WEFT_COLL_BROADCAST, "tree", 0, 0, "coll_p2p",
-     "binomial tree over point-to-point links, chunks forwarded on arrival (ranks on several hosts)", 0, 0},
+     "binomial tree over point-to-point links, chunks forwarded on arrival (ranks on several hosts)", 0, 0, 0},
     {WEFT_COLL_REDUCE, "mesh", 0, WEFT_CAP_IPC, "coll_reduce_mesh", "the root reads and reduces every rank's scratch",
-     1, 1},
+     1, 1, 0},
     {WEFT_COLL_REDUCE, "ring", 0, 0, "coll_reduce_ring",
-     "pipelined chain of partial reductions ending at the root (ranks on several hosts)", 0, 0},
+     "pipelined chain of partial reductions ending at the root (ranks on several hosts)", 0, 0, 0},
     {WEFT_COLL_ALLTOALL, "mesh", 0, WEFT_CAP_IPC, "coll_alltoall_mesh", "every rank reads its block from every rank",
-     1, 1},
+     1, 1, 0},
     {WEFT_COLL_ALLTOALL, "direct", 0, 0, "coll_p2p",
-     "every block sent straight to its rank over a point-to-point link (ranks on several hosts)", 0, 0},
-    {WEFT_COLL_BARRIER, "mesh", 0, WEFT_CAP_IPC, "coll_barrier", "signal every peer, wait for every peer", 1, 0},
+     "every block sent straight to its rank over a point-to-point link (ranks on several hosts)", 0, 0, 0},
+    {WEFT_COLL_BARRIER, "mesh", 0, WEFT_CAP_IPC, "coll_barrier", "signal every peer, wait for every peer", 1, 0, 0},
     {WEFT_COLL_BARRIER, "ring", 0, 0, "coll_barrier_ring", "n - 1 empty steps round a ring (ranks on several hosts)",
-     0, 0},
+     0, 0, 0},
 };
 
 static const char *const coll_names[WEFT_COLL_COUNT] = {"allreduce", "allgather", "reducescatter", "broadcast",
@@ -132,28 +136,29 @@ static uint64_t packet_max(void)
     return v < 8 ? 8 : (uint64_t)v;
 }
 
-static int admits(const weft_comm_t *comm, const weft_algo_t *a, uint64_t bytes)
+static int admits(const weft_comm_t *comm, const weft_algo_t *a, uint64_t bytes, int dtype, int op)
 {
     /* a forced packet algorithm still needs the message to fit its slots */
     return (comm->caps & a->caps) == a->caps && (!a->packet || bytes <= packet_max()) &&
-           (!a->one_host || comm->local_size == comm->nranks);
+           (!a->one_host || comm->local_size == comm->nranks) &&
+           (!a->switch_sum || weft_sc_reduces((weft_dtype_t)dtype, (weft_redop_t)op));
 }
 
 /* WEFT_ALGO, then the platform's selection table (coll_table.c), then the
  * registry's order; each only if the communicator admits the algorithm. */
-static const weft_algo_t *select_algo(weft_comm_t *comm, weft_coll_t c, uint64_t bytes)
+static const weft_algo_t *select_algo(weft_comm_t *comm, weft_coll_t c, uint64_t bytes, int dtype, int op)
 {
     const weft_algo_t *o = algo_override(c);
     const char *name;
     size_t pos = 0;
-    if (o && admits(comm, o, bytes))
+    if (o && admits(comm, o, bytes, dtype, op))
         return o;
     while ((name = weft_coll_table_next(comm->gpu->name, c, comm->nranks, comm->local_size == comm->nranks, bytes,
                                         &pos)) != NULL)
-        if ((o = find_algo(c, name)) != NULL && admits(comm, o, bytes))
+        if ((o = find_algo(c, name)) != NULL && admits(comm, o, bytes, dtype, op))
             return o;
     for (size_t i = 0; i < WEFT_ARRAY_SIZE(algos); i++)
-        if (algos[i].coll == c && admits(comm, &algos[i], bytes))
+        if (algos[i].coll == c && admits(comm, &algos[i], bytes, dtype, op))
             return &algos[i];
     return NULL;
 }
@@ -179,6 +184,8 @@ struct weft_coll_ctx {
     uint64_t packet_calls;
     int mesh;                            /* the memory channels above exist */
     struct weft_coll_ring *ring;         /* set up by the first ring algorithm */
+    weft_switch_channel_t *sc;           /* set up by the first switch algorithm */
+    weft_gpu_alloc_t sc_handle;          /* its device handle, device-visible */
 };
 
 /* The ring algorithms' port channels (coll_ring.h): to next and prev. */
@@ -223,6 +230,10 @@ void weft_coll_ctx_destroy(weft_comm_t *comm)
     if (!x)
         return;
     ring_destroy(comm, x->ring);
+    if (x->sc)
+        weft_switch_channel_destroy(x->sc);
+    if (x->sc_handle.ptr)
+        comm->gpu->mem_free(comm->gctx, &x->sc_handle);
     for (int p = 0; p < comm->nranks; p++) {
         if (x->ch && x->ch[p])
             weft_memory_channel_destroy(x->ch[p]);
@@ -370,6 +381,28 @@ err:
                weft_status_string(status));
     ring_destroy(comm, r);
     x->ring = NULL;
+    return status;
+}
+
+/* The switch channel of the switch algorithms: a buffer of half the scratch
+ * size per rank. Collective (every rank picks the same algorithm). */
+static weft_status_t switch_setup(weft_comm_t *comm, struct weft_coll_ctx *x)
+{
+    weft_switch_channel_dev_t h;
+    weft_status_t status = weft_switch_channel_create(comm, x->scratch_bytes / 2, &x->sc);
+    if (status == WEFT_OK && (status = weft_switch_channel_device_handle(x->sc, &h)) == WEFT_OK &&
+        (status = comm->gpu->mem_alloc(comm->gctx, sizeof(h), 0, &x->sc_handle)) == WEFT_OK)
+        status = weft_comm_to_device(comm, x->sc_handle.ptr, &h, sizeof(h));
+    if (status != WEFT_OK) {
+        weft_error(WEFT_SUB_COLL, "rank %d: setting up the switch channel failed: %s", comm->rank,
+                   weft_status_string(status));
+        if (x->sc_handle.ptr)
+            comm->gpu->mem_free(comm->gctx, &x->sc_handle);
+        if (x->sc)
+            weft_switch_channel_destroy(x->sc);
+        x->sc = NULL;
+        memset(&x->sc_handle, 0, sizeof(x->sc_handle));
+    }
     return status;
 }
 
@@ -559,7 +592,7 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
         return WEFT_OK;
     if (!comm->coll && (status = coll_setup(comm)) != WEFT_OK)
         return status;
-    algo = select_algo(comm, c->coll, bytes);
+    algo = select_algo(comm, c->coll, bytes, c->dtype, c->op);
     k = algo ? weft_builtin_find(algo->kernel) : NULL;
     if (!k) {
         weft_error(WEFT_SUB_COLL, "%s: no algorithm for %zu bytes on backend %s%s", weft_coll_name(c->coll), bytes,
@@ -578,6 +611,8 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
     /* Collective too: every rank picks the same algorithm for the same call. */
     if (!algo->one_host && !comm->coll->ring && (status = ring_setup(comm, comm->coll)) != WEFT_OK)
         return status;
+    if (algo->switch_sum && !comm->coll->sc && (status = switch_setup(comm, comm->coll)) != WEFT_OK)
+        return status;
     memset(&a, 0, sizeof(a));
     a.in = c->in;
     a.out = c->out;
@@ -595,6 +630,7 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
     a.chp = a.ch + comm->nranks;
     a.ctl = comm->ctl_dev;
     a.gbar = (uint64_t *)comm->coll->gbar.ptr;
+    a.sc = (const weft_switch_channel_dev_t *)comm->coll->sc_handle.ptr;
     if (comm->coll->ring) {
         a.pc = (weft_port_channel_dev_t *)comm->coll->ring->handles.ptr;
         a.ring_slot = comm->coll->ring->slot;
@@ -628,7 +664,7 @@ weft_status_t weft_coll_algorithm(weft_comm_t *comm, const char *collective, siz
     const weft_algo_t *a;
     if (!comm || !collective || !name || (c = weft_coll_from_name(collective)) < 0)
         return WEFT_ERR_INVALID_ARGUMENT;
-    if (!(a = select_algo(comm, (weft_coll_t)c, bytes)))
+    if (!(a = select_algo(comm, (weft_coll_t)c, bytes, WEFT_FLOAT32, WEFT_SUM)))
         return WEFT_ERR_UNSUPPORTED;
     *name = a->name;
     return WEFT_OK;

@@ -44,6 +44,10 @@ static const coll_rule_t rules[] = {
      * at 4 ranks, 41 vs 95 at 8), then rsag. hip: the same, unmeasured. */
     {"cuda", WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, 16384, "packet"},
     {"cuda", WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, 65536, "packet2"},
+    /* larger: the switch reduces where the switch channel is enabled and
+     * the type and op are a sum it does (never measured: NVLS is never
+     * enabled on the shared test host); otherwise not admitted */
+    {"cuda", WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, UINT64_MAX, "switch"},
     {"hip", WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, 16384, "packet"},
     {"hip", WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, 65536, "packet2"},
     {"*", WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, UINT64_MAX, "rsag"},

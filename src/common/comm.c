@@ -173,6 +173,11 @@ static weft_status_t comm_create(const weft_uid_info_t *uid, int nranks, int ran
         goto err;
     }
     comm->caps = gpu->caps(comm->gctx);
+    /* The switch channel (multicast) is off unless asked for, and off
+     * whenever NCCL's is off: misused, NVLink multicast can take a shared
+     * machine's GPUs out of service. */
+    if (!weft_switch_enabled())
+        comm->caps &= ~WEFT_CAP_MULTICAST;
     if ((status = gpu->host_alloc_mapped(comm->gctx, sizeof(weft_dev_ctl_t), (void **)&comm->ctl,
                                          (void **)&comm->ctl_dev)) != WEFT_OK) {
         weft_error(WEFT_SUB_INIT, "rank %d: cannot allocate the device control block", rank);

@@ -69,6 +69,8 @@ void weft_p2p_ctx_destroy(weft_comm_t *comm);
 weft_status_t weft_comm_to_device(weft_comm_t *comm, void *dst, const void *src, size_t bytes);
 /* The transport to reach @p peer: IPC on this host, else the network's. */
 unsigned weft_coll_peer_transport(const weft_comm_t *comm, int peer);
+/* WEFT_NVLS_ENABLE=1 and not NCCL_NVLS_ENABLE=0 (channel.c). */
+int weft_switch_enabled(void);
 /* All-to-all of @p bytes per rank over the point-to-point links (ranks on
  * several hosts); arguments already checked. */
 weft_status_t weft_p2p_alltoall(weft_comm_t *comm, weft_stream_t *stream, const void *sendbuf, void *recvbuf,

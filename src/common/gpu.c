@@ -25,9 +25,17 @@ static weft_status_t stub_ipc_import(weft_gpu_ctx_t *c, const uint8_t *b, uint32
     return WEFT_ERR_UNSUPPORTED;
 }
 static weft_status_t stub_ipc_close(weft_gpu_ctx_t *c, void *p, void *h) { (void)c; (void)p; (void)h; return WEFT_ERR_UNSUPPORTED; }
-static weft_status_t stub_mc_create(weft_gpu_ctx_t *c, size_t b, int n, void **m) { (void)c; (void)b; (void)n; (void)m; return WEFT_ERR_UNSUPPORTED; }
-static weft_status_t stub_mc_bind(weft_gpu_ctx_t *c, void *m, const weft_gpu_alloc_t *a, void **p) { (void)c; (void)m; (void)a; (void)p; return WEFT_ERR_UNSUPPORTED; }
-static weft_status_t stub_mc_unbind(weft_gpu_ctx_t *c, void *m) { (void)c; (void)m; return WEFT_ERR_UNSUPPORTED; }
+static weft_status_t stub_mc_create(weft_gpu_ctx_t *c, size_t b, int n, weft_gpu_ipc_export_t *o, void **m) { (void)c; (void)b; (void)n; (void)o; (void)m; return WEFT_ERR_UNSUPPORTED; }
+static weft_status_t stub_mc_import(weft_gpu_ctx_t *c, const uint8_t *b, uint32_t l, int fd, void **m)
+{
+    (void)c; (void)b; (void)l; (void)m;
+    if (fd >= 0)
+        close(fd); /* consumed, as the table promises */
+    return WEFT_ERR_UNSUPPORTED;
+}
+static weft_status_t stub_mc_add_device(weft_gpu_ctx_t *c, void *m) { (void)c; (void)m; return WEFT_ERR_UNSUPPORTED; }
+static weft_status_t stub_mc_bind(weft_gpu_ctx_t *c, void *m, int i, weft_gpu_alloc_t *l, void **p) { (void)c; (void)m; (void)i; (void)l; (void)p; return WEFT_ERR_UNSUPPORTED; }
+static void stub_mc_release(weft_gpu_ctx_t *c, void *m, weft_gpu_alloc_t *l, void *p) { (void)c; (void)m; (void)l; (void)p; }
 static weft_status_t stub_dmabuf_export(weft_gpu_ctx_t *c, void *p, size_t n, int *fd, uint64_t *off) { (void)c; (void)p; (void)n; (void)fd; (void)off; return WEFT_ERR_UNSUPPORTED; }
 static weft_status_t stub_stream_create(weft_gpu_ctx_t *c, weft_gpu_stream_t **s) { (void)c; (void)s; return WEFT_ERR_UNSUPPORTED; }
 static weft_status_t stub_stream_destroy(weft_gpu_ctx_t *c, weft_gpu_stream_t *s) { (void)c; (void)s; return WEFT_ERR_UNSUPPORTED; }
@@ -48,7 +56,7 @@ void weft_gpu_ops_complete(weft_gpu_ops_t *dst, const weft_gpu_ops_t *src)
     FILL(device_count); FILL(init); FILL(fini); FILL(caps); FILL(props);
     FILL(mem_alloc); FILL(mem_free); FILL(host_alloc_mapped); FILL(host_free);
     FILL(ipc_export); FILL(ipc_import); FILL(ipc_close);
-    FILL(mc_create); FILL(mc_bind); FILL(mc_unbind); FILL(dmabuf_export);
+    FILL(mc_create); FILL(mc_import); FILL(mc_add_device); FILL(mc_bind); FILL(mc_release); FILL(dmabuf_export);
     FILL(stream_create); FILL(stream_destroy); FILL(stream_sync);
     FILL(event_create); FILL(event_destroy); FILL(event_record); FILL(event_query);
     FILL(memcpy_async); FILL(launch);

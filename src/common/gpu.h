@@ -96,9 +96,23 @@ typedef struct weft_gpu_ops {
                                 size_t size, void **ptr, void **handle);
     weft_status_t (*ipc_close)(weft_gpu_ctx_t *ctx, void *ptr, void *handle);
 
-    weft_status_t (*mc_create)(weft_gpu_ctx_t *ctx, size_t bytes, int nranks, void **mc);
-    weft_status_t (*mc_bind)(weft_gpu_ctx_t *ctx, void *mc, const weft_gpu_alloc_t *alloc, void **mc_ptr);
-    weft_status_t (*mc_unbind)(weft_gpu_ctx_t *ctx, void *mc);
+    /*
+     * Multicast objects (WEFT_CAP_MULTICAST): one buffer per rank, all of
+     * one size, bound to one object; a multimem store through the object's
+     * mapping reaches every rank's buffer and a multimem load reduces over
+     * them (include/weft/device.h, weft_sc_*). One rank creates the object
+     * for @p nranks devices and exports it; the others import the export
+     * (the fd consumed); then every rank adds its device, and once all have
+     * (the caller's barrier), binds: @p local gets this rank's buffer
+     * (zeroed), *mc_ptr the object's mapping. @p index is the rank's place
+     * in the object (0 .. nranks - 1). Release undoes all of it.
+     */
+    weft_status_t (*mc_create)(weft_gpu_ctx_t *ctx, size_t bytes, int nranks, weft_gpu_ipc_export_t *out,
+                               void **mc);
+    weft_status_t (*mc_import)(weft_gpu_ctx_t *ctx, const uint8_t *blob, uint32_t blob_len, int fd, void **mc);
+    weft_status_t (*mc_add_device)(weft_gpu_ctx_t *ctx, void *mc);
+    weft_status_t (*mc_bind)(weft_gpu_ctx_t *ctx, void *mc, int index, weft_gpu_alloc_t *local, void **mc_ptr);
+    void (*mc_release)(weft_gpu_ctx_t *ctx, void *mc, weft_gpu_alloc_t *local, void *mc_ptr);
     /* A dma-buf fd for [ptr, ptr + bytes) of device memory (WEFT_CAP_DMABUF),
      * for NICs to register; *offset is ptr's offset in it. The caller
      * closes the fd. */

@@ -10,6 +10,7 @@
 #include "collectives.h"
 #include "coll_ring.h"
 #include "coll_p2p.h"
+#include "coll_switch.h"
 #include "p2p.h"
 
 #define WEFT_BUILTIN_KERNELS(X)                                                                                    \
@@ -22,6 +23,7 @@
     X(coll_allreduce_packet, weft_coll_allreduce_packet, weft_coll_args_t)                                         \
     X(coll_allreduce_packet2, weft_coll_allreduce_packet2, weft_coll_args_t)                                       \
     X(coll_allreduce_rsag, weft_coll_allreduce_rsag, weft_coll_args_t)                                             \
+    X(coll_allreduce_switch, weft_coll_allreduce_switch, weft_coll_args_t)                                         \
     X(coll_allgather_mesh, weft_coll_allgather_mesh, weft_coll_args_t)                                             \
     X(coll_reduce_scatter_mesh, weft_coll_reduce_scatter_mesh, weft_coll_args_t)                                   \
     X(coll_broadcast_mesh, weft_coll_broadcast_mesh, weft_coll_args_t)                                             \

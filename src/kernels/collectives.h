@@ -35,6 +35,7 @@
 
 #include "weft/device.h"
 #include "weft/dtype.h"
+#include "weft/switch.h"
 
 typedef enum {
     WEFT_COLL_ALLREDUCE = 0,
@@ -73,6 +74,7 @@ typedef struct {
     uint32_t per_block;                  /* 1: each block is a team (see the top of this file) */
     uint32_t bsync_stride;               /* words per block in the per-block sync area: nranks + 1 */
     uint64_t bsync_off;                  /* byte offset of that area in every rank's packet buffer */
+    const weft_switch_channel_dev_t *sc; /* the switch channel's handle (coll_switch.h), device memory */
 } weft_coll_args_t;
 
 /* Upper bound of blocks per launch for the team-per-block bodies (the

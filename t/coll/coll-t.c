@@ -190,7 +190,7 @@ int main(void)
     /* small scratch and packet limits: many chunks, both allreduce algorithms */
     setenv("WEFT_COLL_SCRATCH_BYTES", "65536", 1);
     setenv("WEFT_COLL_PACKET_MAX_BYTES", "2048", 1);
-    plan(12);
+    plan(14);
     for (size_t i = 0; i < sizeof(nr) / sizeof(nr[0]); i++)
         ok(run_ranks(nr[i], 300000, rank_main, nr[i] == 8 ? (void *)1 : NULL, NULL),
            "%d ranks: allreduce, reduce-scatter, allgather, broadcast, reduce, alltoall x 12 types x 5 ops, "
@@ -221,5 +221,14 @@ int main(void)
     setenv("WEFT_ALGO", "broadcast:tree", 1);
     ok(run_ranks(5, 300000, rank_main, (void *)1, NULL), "5 ranks, broadcast down a binomial tree: the same sweep");
     ok(run_ranks(8, 300000, rank_main, (void *)1, NULL), "8 ranks, broadcast down a binomial tree: the same sweep");
+    /* allreduce through the switch channel (the host backend emulates the
+     * multicast object): f32, f16 and bf16 sums take it, the rest fall
+     * back; one block and three */
+    setenv("WEFT_NVLS_ENABLE", "1", 1);
+    setenv("WEFT_ALGO", "allreduce:switch", 1);
+    ok(run_ranks(4, 300000, rank_main, (void *)1, NULL), "4 ranks, allreduce through the switch channel: the same sweep");
+    setenv("WEFT_COLL_BLOCKS", "3", 1);
+    ok(run_ranks(3, 300000, rank_main, (void *)1, NULL), "3 ranks with 3 blocks, through the switch channel: the same sweep");
+    unsetenv("WEFT_NVLS_ENABLE");
     return test_done();
 }

@@ -61,6 +61,7 @@
 #endif
 #else
 #include <cuda_runtime_api.h>
+#include "cuda_driver.h"
 #define RT(x) cuda##x
 #define RT_NAME "cuda"
 #define RT_OPS weft_cuda_gpu_ops
@@ -136,7 +137,7 @@ static void rt_fini(weft_gpu_ctx_t *ctx)
 #ifndef WEFT_RT_HIP
 /* A driver function through the runtime's entry-point lookup (no libcuda
  * link: the library loads where no driver is installed); NULL if absent. */
-static void *driver_entry(const char *name)
+void *weft_cuda_driver_entry(const char *name)
 {
     void *fn = NULL;
     enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
@@ -162,7 +163,7 @@ static pthread_once_t range_handle_once = PTHREAD_ONCE_INIT;
 
 static void range_handle_lookup(void)
 {
-    get_range_handle = (get_range_handle_fn_t)driver_entry("cuMemGetHandleForAddressRange");
+    get_range_handle = (get_range_handle_fn_t)weft_cuda_driver_entry("cuMemGetHandleForAddressRange");
 }
 
 static weft_status_t rt_dmabuf_export(weft_gpu_ctx_t *ctx, void *ptr, size_t bytes, int *fd, uint64_t *offset)
@@ -193,22 +194,7 @@ static weft_status_t rt_dmabuf_export(weft_gpu_ctx_t *ctx, void *ptr, size_t byt
  * address range; exporting it gives a file descriptor, and a peer that
  * receives the fd imports the handle and maps it in its own range.
  */
-#include <cuda.h>
-
-typedef struct {
-    CUresult (*device_get)(CUdevice *, int);
-    CUresult (*attribute)(int *, CUdevice_attribute, CUdevice);
-    CUresult (*granularity)(size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags);
-    CUresult (*create)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long);
-    CUresult (*release)(CUmemGenericAllocationHandle);
-    CUresult (*reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
-    CUresult (*address_free)(CUdeviceptr, size_t);
-    CUresult (*map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
-    CUresult (*unmap)(CUdeviceptr, size_t);
-    CUresult (*set_access)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
-    CUresult (*export_handle)(void *, CUmemGenericAllocationHandle, CUmemAllocationHandleType, unsigned long long);
-    CUresult (*import_handle)(CUmemGenericAllocationHandle *, void *, CUmemAllocationHandleType);
-} vmm_api_t;
+typedef weft_cuda_vmm_api_t vmm_api_t;
 
 static vmm_api_t vmm;
 static int vmm_found;
@@ -216,7 +202,7 @@ static pthread_once_t vmm_once = PTHREAD_ONCE_INIT;
 
 static void vmm_lookup(void)
 {
-#define VMM_ENTRY(field, name) (*(void **)&vmm.field = driver_entry(name)) != NULL
+#define VMM_ENTRY(field, name) (*(void **)&vmm.field = weft_cuda_driver_entry(name)) != NULL
     vmm_found = VMM_ENTRY(device_get, "cuDeviceGet") && VMM_ENTRY(attribute, "cuDeviceGetAttribute") &&
                 VMM_ENTRY(granularity, "cuMemGetAllocationGranularity") && VMM_ENTRY(create, "cuMemCreate") &&
                 VMM_ENTRY(release, "cuMemRelease") && VMM_ENTRY(reserve, "cuMemAddressReserve") &&
@@ -225,6 +211,12 @@ static void vmm_lookup(void)
                 VMM_ENTRY(export_handle, "cuMemExportToShareableHandle") &&
                 VMM_ENTRY(import_handle, "cuMemImportFromShareableHandle");
 #undef VMM_ENTRY
+}
+
+const weft_cuda_vmm_api_t *weft_cuda_vmm(void)
+{
+    pthread_once(&vmm_once, vmm_lookup);
+    return vmm_found ? &vmm : NULL;
 }
 
 /* A mapped VMM allocation (ours, or a peer's imported). */
@@ -319,6 +311,9 @@ static uint64_t rt_caps(weft_gpu_ctx_t *ctx)
         caps |= WEFT_CAP_DMABUF;
     if (vmm_usable(ctx, &prop, &gran))
         caps |= WEFT_CAP_IPC_FD;
+    /* what the device can do; the core keeps it off unless enabled */
+    if (weft_cuda_mc_supported(ctx->device))
+        caps |= WEFT_CAP_MULTICAST;
 #else
     (void)ctx;
 #endif
@@ -362,6 +357,18 @@ static weft_status_t zero_fill(void *p, size_t bytes)
     RT(StreamDestroy)(s);
     return status;
 }
+
+#ifndef WEFT_RT_HIP
+weft_status_t weft_cuda_zero_fill(void *p, size_t bytes)
+{
+    return zero_fill(p, bytes);
+}
+
+int weft_cuda_ctx_device(const weft_gpu_ctx_t *ctx)
+{
+    return ctx->device;
+}
+#endif
 
 static weft_status_t rt_mem_alloc(weft_gpu_ctx_t *ctx, size_t bytes, unsigned flags, weft_gpu_alloc_t *out)
 {
@@ -675,6 +682,11 @@ const weft_gpu_ops_t RT_OPS = {
     .ipc_close = rt_ipc_close,
 #ifndef WEFT_RT_HIP
     .dmabuf_export = rt_dmabuf_export,
+    .mc_create = weft_cuda_mc_create,
+    .mc_import = weft_cuda_mc_import,
+    .mc_add_device = weft_cuda_mc_add_device,
+    .mc_bind = weft_cuda_mc_bind,
+    .mc_release = weft_cuda_mc_release,
 #endif
     .stream_create = rt_stream_create,
     .stream_destroy = rt_stream_destroy,

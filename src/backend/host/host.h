@@ -19,4 +19,12 @@ weft_status_t weft_host_memcpy_async(weft_gpu_ctx_t *ctx, void *dst, const void 
                                      weft_gpu_stream_t *stream);
 weft_status_t weft_host_launch(weft_gpu_ctx_t *ctx, const weft_gpu_launch_t *launch, weft_gpu_stream_t *stream);
 
+/* Multicast, emulated (host_multicast.c). */
+weft_status_t weft_host_mc_create(weft_gpu_ctx_t *ctx, size_t bytes, int nranks, weft_gpu_ipc_export_t *out,
+                                  void **mc);
+weft_status_t weft_host_mc_import(weft_gpu_ctx_t *ctx, const uint8_t *blob, uint32_t blob_len, int fd, void **mc);
+weft_status_t weft_host_mc_add_device(weft_gpu_ctx_t *ctx, void *mc);
+weft_status_t weft_host_mc_bind(weft_gpu_ctx_t *ctx, void *mc, int index, weft_gpu_alloc_t *local, void **mc_ptr);
+void weft_host_mc_release(weft_gpu_ctx_t *ctx, void *mc, weft_gpu_alloc_t *local, void *mc_ptr);
+
 #endif

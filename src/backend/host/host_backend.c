@@ -63,7 +63,7 @@ static void host_fini(weft_gpu_ctx_t *ctx)
 static uint64_t host_caps(weft_gpu_ctx_t *ctx)
 {
     (void)ctx;
-    return WEFT_CAP_IPC | WEFT_CAP_IPC_FD | WEFT_CAP_HOST_MAPPED | WEFT_CAP_CPU_ACCESS;
+    return WEFT_CAP_IPC | WEFT_CAP_IPC_FD | WEFT_CAP_HOST_MAPPED | WEFT_CAP_CPU_ACCESS | WEFT_CAP_MULTICAST;
 }
 
 static weft_status_t host_props(weft_gpu_ctx_t *ctx, weft_gpu_props_t *p)
@@ -233,7 +233,12 @@ const weft_gpu_ops_t weft_host_gpu_ops = {
     .ipc_export = host_ipc_export,
     .ipc_import = host_ipc_import,
     .ipc_close = host_ipc_close,
-    /* no multicast: the mc_* stubs answer WEFT_ERR_UNSUPPORTED */
+    /* multicast emulated over one shared region (host_multicast.c) */
+    .mc_create = weft_host_mc_create,
+    .mc_import = weft_host_mc_import,
+    .mc_add_device = weft_host_mc_add_device,
+    .mc_bind = weft_host_mc_bind,
+    .mc_release = weft_host_mc_release,
     .stream_create = weft_host_stream_create,
     .stream_destroy = weft_host_stream_destroy,
     .stream_sync = weft_host_stream_sync,

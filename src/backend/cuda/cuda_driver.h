@@ -1,0 +1,50 @@
+/*
+ * What the cuda backend's files share: driver functions reached through
+ * the runtime's entry-point lookup (the library does not link libcuda, so
+ * it loads where no driver is installed), and a few helpers.
+ */
+#ifndef WEFT_CUDA_DRIVER_H
+#define WEFT_CUDA_DRIVER_H
+
+#include <cuda.h>
+#include "gpu.h"
+
+/* A driver function by name, or NULL where the driver lacks it. */
+void *weft_cuda_driver_entry(const char *name);
+
+/* The cuMem VMM functions. */
+typedef struct {
+    CUresult (*device_get)(CUdevice *, int);
+    CUresult (*attribute)(int *, CUdevice_attribute, CUdevice);
+    CUresult (*granularity)(size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags);
+    CUresult (*create)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long);
+    CUresult (*release)(CUmemGenericAllocationHandle);
+    CUresult (*reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+    CUresult (*address_free)(CUdeviceptr, size_t);
+    CUresult (*map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
+    CUresult (*unmap)(CUdeviceptr, size_t);
+    CUresult (*set_access)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
+    CUresult (*export_handle)(void *, CUmemGenericAllocationHandle, CUmemAllocationHandleType, unsigned long long);
+    CUresult (*import_handle)(CUmemGenericAllocationHandle *, void *, CUmemAllocationHandleType);
+} weft_cuda_vmm_api_t;
+
+/* The VMM functions (looked up once), or NULL if the driver lacks any. */
+const weft_cuda_vmm_api_t *weft_cuda_vmm(void);
+
+/* Zeroes device memory and waits for it (a private non-blocking stream). */
+weft_status_t weft_cuda_zero_fill(void *p, size_t bytes);
+
+/* Multicast (cuda_multicast.c): can @p device bind memory to multicast
+ * objects (NVLS)? Only asks the driver; creates nothing. */
+int weft_cuda_mc_supported(int device);
+weft_status_t weft_cuda_mc_create(weft_gpu_ctx_t *ctx, size_t bytes, int nranks, weft_gpu_ipc_export_t *out,
+                                  void **mc);
+weft_status_t weft_cuda_mc_import(weft_gpu_ctx_t *ctx, const uint8_t *blob, uint32_t blob_len, int fd, void **mc);
+weft_status_t weft_cuda_mc_add_device(weft_gpu_ctx_t *ctx, void *mc);
+weft_status_t weft_cuda_mc_bind(weft_gpu_ctx_t *ctx, void *mc, int index, weft_gpu_alloc_t *local, void **mc_ptr);
+void weft_cuda_mc_release(weft_gpu_ctx_t *ctx, void *mc, weft_gpu_alloc_t *local, void *mc_ptr);
+
+/* The device index behind a backend context. */
+int weft_cuda_ctx_device(const weft_gpu_ctx_t *ctx);
+
+#endif
