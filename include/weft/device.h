@@ -79,6 +79,18 @@ WEFT_DEVICE void weft_block_sync(const weft_kctx_t *k)
 #endif
 }
 
+/* weft_block_sync that also tells every thread whether @p pred was
+ * non-zero in any thread of the block. */
+WEFT_DEVICE int weft_block_sync_or(const weft_kctx_t *k, int pred)
+{
+    (void)k;
+#if WEFT_ON_GPU
+    return __syncthreads_or(pred);
+#else
+    return pred != 0;
+#endif
+}
+
 /* Index and count of a thread across the whole launch. */
 WEFT_DEVICE size_t weft_gtid(const weft_kctx_t *k)
 {

@@ -115,7 +115,7 @@ WEFT_DEVICE void weft_p2p_copy(const weft_kctx_t *k, const weft_p2p_desc_t *d, c
         weft_coll_grid_sync(k, a);                                                                                 \
         if ((k)->block == 0 && (k)->thread == 0 && !(bad))                                                         \
             (bad) = (call);                                                                                        \
-        (bad) = weft_coll_grid_sync(k, a) || (bad);                                                                \
+        (bad) = weft_coll_grid_sync_or(k, a, (bad));                                                              \
     } while (0)
 
 /* The link's channel operations, by kind; non-zero if a wait gave up. */

@@ -50,7 +50,7 @@ WEFT_DEVICE int weft_ring_send_recv(const weft_kctx_t *k, weft_coll_args_t *a, u
         if (!bad)
             bad = weft_pc_wait(&a->pc[WEFT_RING_DATA_PREV]);
     }
-    return weft_coll_grid_sync(k, a) || bad;
+    return weft_coll_grid_sync_or(k, a, bad);
 }
 
 /* Block 0 thread 0: RECV is consumed and SEND reusable; tell prev, hear from next. */
@@ -65,7 +65,7 @@ WEFT_DEVICE int weft_ring_done(const weft_kctx_t *k, weft_coll_args_t *a)
         if (!bad)
             bad = weft_pc_wait(&a->pc[WEFT_RING_ACK_NEXT]);
     }
-    return weft_coll_grid_sync(k, a) || bad;
+    return weft_coll_grid_sync_or(k, a, bad);
 }
 
 /* ACC = @p own op RECV (@p m elements); when @p last, AVG's division

@@ -92,9 +92,17 @@ WEFT_DEVICE size_t weft_coll_nt(const weft_kctx_t *k, const weft_coll_args_t *a)
     return a->per_block ? k->nthreads : weft_gnthreads(k);
 }
 
-/* Every block of this launch has reached this point, and the writes of
- * each are visible to all (fences around the counter). Bounded. */
-WEFT_DEVICE int weft_coll_grid_sync(const weft_kctx_t *k, weft_coll_args_t *a)
+/*
+ * Every block of this launch has reached this point, and the writes of
+ * each are visible to all (fences around the counter). Bounded. Returns,
+ * the same to every thread, non-zero if any thread of the block passed a
+ * non-zero @p bad, its grid wait gave up, or (launches of several blocks)
+ * a wait anywhere failed. Only thread 0 of a block of a several-block
+ * launch reads the host-mapped control block, once a step: reads of it
+ * cross the bus, and every thread reading it at every step was what made
+ * a step of the barrier-synchronised algorithms cost tens of microseconds.
+ */
+WEFT_DEVICE int weft_coll_grid_sync_or(const weft_kctx_t *k, weft_coll_args_t *a, int bad)
 {
     weft_block_sync(k);
     if (k->nblocks > 1 && k->thread == 0) {
@@ -109,15 +117,22 @@ WEFT_DEVICE int weft_coll_grid_sync(const weft_kctx_t *k, weft_coll_args_t *a)
             while (weft_load_acquire_u64(&a->gbar[1]) == gen) {
                 if (spins++ == 0)
                     start = weft_clock_ns();
-                else if ((spins & 63) == 0 && weft_dev_give_up(a->ctl, start, a->rank, WEFT_DEV_OP_SEMA_WAIT))
+                else if ((spins & 63) == 0 && weft_dev_give_up(a->ctl, start, a->rank, WEFT_DEV_OP_SEMA_WAIT)) {
+                    bad = 1;
                     break;
+                }
                 weft_spin_pause(spins);
             }
         }
         weft_fence_system();
+        bad = bad || weft_load_relaxed_u64(&a->ctl->error) != 0; /* another block's failure */
     }
-    weft_block_sync(k);
-    return weft_load_relaxed_u64(&a->ctl->error) != 0;
+    return weft_block_sync_or(k, bad);
+}
+
+WEFT_DEVICE int weft_coll_grid_sync(const weft_kctx_t *k, weft_coll_args_t *a)
+{
+    return weft_coll_grid_sync_or(k, a, 0);
 }
 
 /* Every thread of this team has reached this point. */
@@ -126,7 +141,7 @@ WEFT_DEVICE int weft_coll_sync(const weft_kctx_t *k, weft_coll_args_t *a)
     if (!a->per_block)
         return weft_coll_grid_sync(k, a);
     weft_block_sync(k);
-    return weft_load_relaxed_u64(&a->ctl->error) != 0;
+    return 0;
 }
 
 /* Block @p block's row of the per-block sync area of the packet buffer at
@@ -155,19 +170,20 @@ WEFT_DEVICE int weft_coll_block_barrier(const weft_kctx_t *k, weft_coll_args_t *
 {
     uint64_t *mine = weft_coll_bsync(a, a->pkt, k->block);
     uint64_t gen;
+    int bad = 0;
     weft_block_sync(k);
     gen = weft_load_relaxed_u64(&mine[a->nranks]) + 1;
     for (int p = (int)k->thread; p < a->nranks; p += (int)k->nthreads)
         if (p != a->rank)
             weft_store_release_u64(&weft_coll_bsync(a, a->chp[p].dst, k->block)[a->rank], gen);
     weft_block_sync(k);
-    for (int p = (int)k->thread; p < a->nranks; p += (int)k->nthreads)
-        if (p != a->rank && weft_wait_geq_u64(a->ctl, &mine[p], gen, p, WEFT_DEV_OP_SEMA_WAIT))
-            break;
-    weft_block_sync(k); /* every thread has read the old count above */
+    for (int p = (int)k->thread; p < a->nranks && !bad; p += (int)k->nthreads)
+        if (p != a->rank)
+            bad = weft_wait_geq_u64(a->ctl, &mine[p], gen, p, WEFT_DEV_OP_SEMA_WAIT);
+    bad = weft_block_sync_or(k, bad); /* also: every thread has read the old count above */
     if (k->thread == 0)
         weft_store_relaxed_u64(&mine[a->nranks], gen);
-    return weft_load_relaxed_u64(&a->ctl->error) != 0;
+    return bad;
 }
 
 /* Every rank of the host has reached this point (and everything each
@@ -177,17 +193,18 @@ WEFT_DEVICE int weft_coll_barrier(const weft_kctx_t *k, weft_coll_args_t *a)
 {
     if (a->per_block)
         return weft_coll_block_barrier(k, a);
+    int bad = 0;
     if (weft_coll_grid_sync(k, a))
         return 1;
     if (k->block == 0 && k->thread == 0) {
         for (int p = 0; p < a->nranks; p++)
             if (p != a->rank)
                 weft_mc_signal(&a->ch[p]); /* release: our writes above */
-        for (int p = 0; p < a->nranks; p++)
-            if (p != a->rank && weft_mc_wait(&a->ch[p]))
-                break;
+        for (int p = 0; p < a->nranks && !bad; p++)
+            if (p != a->rank)
+                bad = weft_mc_wait(&a->ch[p]);
     }
-    return weft_coll_grid_sync(k, a);
+    return weft_coll_grid_sync_or(k, a, bad);
 }
 
 /* Typed loops for the common native types, which compilers vectorize;

@@ -5,11 +5,13 @@
  */
 #include "weft/device.h"
 #include "weft/dtype.h"
+#include "weft/switch.h"
 
 struct all_args {
     weft_memory_channel_dev_t mc;
     weft_port_channel_dev_t pc;
     weft_sema_dev_t sema;
+    weft_switch_channel_dev_t sc;
     weft_dev_ctl_t *ctl;
     uint64_t *word;
     void *buf;
@@ -21,6 +23,8 @@ __global__ void weft_compile_all(all_args a)
 {
     weft_kctx_t k = {blockIdx.x, gridDim.x, threadIdx.x, blockDim.x};
     size_t tid = weft_gtid(&k), nt = weft_gnthreads(&k);
+    if (weft_block_sync_or(&k, a.bytes == 0))
+        return;
     weft_mc_put(&a.mc, 0, 16, a.bytes, tid, nt);
     weft_mc_get(&a.mc, 0, 16, a.bytes, tid, nt);
     weft_block_sync(&k);
@@ -47,6 +51,12 @@ __global__ void weft_compile_all(all_args a)
         weft_fetch_add_release_u64(a.word, 1);
         weft_store_relaxed_u64(a.word, weft_load_relaxed_u64(a.word));
         weft_fence_system();
+    }
+    /* the switch channel (compiled only: never run on shared GPUs) */
+    if (weft_sc_reduces(WEFT_FLOAT32, WEFT_SUM)) {
+        weft_sc_allreduce(&a.sc, 0, a.bytes, WEFT_FLOAT32, tid, nt);
+        weft_sc_allreduce(&a.sc, 0, a.bytes, WEFT_FLOAT16, tid, nt);
+        weft_sc_store16(&a.sc, 0, weft_sc_reduce16(&a.sc, 0, WEFT_BFLOAT16));
     }
     char *b = (char *)a.buf;
     for (size_t i = tid; i < a.bytes / 16; i += nt) {
