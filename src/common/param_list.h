@@ -54,9 +54,9 @@ WEFT_PARAM(COLL_BLOCKS, "WEFT_COLL_BLOCKS", INT, "0",
            "blocks of every collective launch (0: the defaults: one, and WEFT_COLL_TEAM_BLOCKS for the mesh algorithms)")
 WEFT_PARAM(COLL_TEAM_BLOCKS, "WEFT_COLL_TEAM_BLOCKS", INT, "4",
            "GPU: most blocks of a mesh collective's launch, one per MiB of message (each block a team of its own)")
-WEFT_PARAM(CUDA_VMM, "WEFT_CUDA_VMM", INT, "0",
-           "cuda: 1 allocates device memory with cuMem VMM, shared as file descriptors (where the driver can); "
-           "0 uses cudaMalloc and legacy IPC handles")
+WEFT_PARAM(CUDA_VMM, "WEFT_CUDA_VMM", INT, "1",
+           "cuda: 1 (default) allocates device memory with cuMem VMM, shared as file descriptors, where the driver "
+           "can (legacy IPC otherwise); 0 uses cudaMalloc and legacy IPC handles")
 WEFT_PARAM(P2P_SLOT_BYTES, "WEFT_P2P_SLOT_BYTES", INT, "262144",
            "send/recv and all-to-all across hosts: bytes of one chunk (a link buffer holds 4; 4 KiB .. 64 MiB)")
 WEFT_PARAM(NET_SOCKETS, "WEFT_NET_SOCKETS", INT, "2",

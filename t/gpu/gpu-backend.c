@@ -123,9 +123,9 @@ static int rank_main(int rank, int nranks, void *arg)
         if (d2)
             weft_mem_free(comm, d2);
     }
-    /* the default: legacy IPC handles, no fd handles */
-    if (!arg && (comm->caps & WEFT_CAP_IPC_FD))
-        fails += rank_fail("by default the backend should share memory as legacy IPC handles");
+    /* WEFT_CUDA_VMM=0 (arg): legacy IPC handles, never fd handles */
+    if (arg && (comm->caps & WEFT_CAP_IPC_FD))
+        fails += rank_fail("with WEFT_CUDA_VMM=0 the backend should share memory as legacy IPC handles");
     if (rank == 0) {
         printf("# device memory shared as %s\n",
                (comm->caps & WEFT_CAP_IPC_FD) ? "file descriptors (cuMem VMM)" : "legacy runtime IPC handles");
@@ -273,12 +273,13 @@ int main(void)
     ok(run_ranks(2, 60000, gpu_timeout, NULL, NULL),
        "a GPU kernel whose peer never signals ends in WEFT_ERR_TIMEOUT naming the peer");
     ok(run_ranks(2, 120000, rank_main, NULL, NULL),
-       "2 processes on one GPU: device memory, IPC import, stream copies through the peer's mapping, "
+       "2 processes on one GPU (cuMem VMM memory shared as file descriptors, where the driver can): device memory, "
+       "IPC import, stream copies through the peer's mapping, "
        "allreduce kernels, send/recv both ways in a group");
-    /* cuMem VMM memory shared as file descriptors (where the driver has it) */
-    setenv("WEFT_CUDA_VMM", "1", 1);
+    /* the fallback: legacy runtime IPC handles */
+    setenv("WEFT_CUDA_VMM", "0", 1);
     ok(run_ranks(2, 120000, rank_main, (void *)1, NULL),
-       "the same with WEFT_CUDA_VMM=1 (cuMem VMM memory, shared as file descriptors where the driver can)");
+       "the same with WEFT_CUDA_VMM=0 (cudaMalloc memory, legacy runtime IPC handles)");
     unsetenv("WEFT_CUDA_VMM");
     return test_done();
 }

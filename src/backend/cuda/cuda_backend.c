@@ -3,13 +3,11 @@
  * src/backend/hip/hip_backend.c with WEFT_RT_HIP defined, the hip backend
  * over HIP: the two runtimes' APIs used here differ only in prefix).
  *
- * Memory (CUDA): with WEFT_CUDA_VMM=1, cuMem VMM allocations, shareable as
- * POSIX file descriptors that the core passes to peers over its Unix
- * socket (the blob says "VMM" and carries the size); by default, and where
- * the driver lacks VMM or fd handles, cudaMalloc with legacy IPC handles
- * (the blob carries the cudaIpcMemHandle_t). VMM is not the default yet:
- * on the H200 two processes sharing the GPU without MPS failed with it
- * (with MPS, and with legacy handles either way, they pass). The driver calls are reached
+ * Memory (CUDA): cuMem VMM allocations, shareable as POSIX file
+ * descriptors that the core passes to peers over its Unix socket (the blob
+ * says "VMM" and carries the size); where the driver lacks VMM or fd
+ * handles, or with WEFT_CUDA_VMM=0, cudaMalloc with legacy IPC handles
+ * (the blob carries the cudaIpcMemHandle_t). The driver calls are reached
  * through the runtime's entry-point lookup, so the library never links
  * libcuda. HIP: hipMalloc with legacy IPC handles. Host-mapped memory from
  * cudaHostAlloc. On HIP, memory
@@ -226,12 +224,12 @@ typedef struct {
     size_t size;
 } vmm_alloc_t;
 
-/* The device supports VMM with fd handles, and WEFT_CUDA_VMM=1. */
+/* The device supports VMM with fd handles, and WEFT_CUDA_VMM is not 0. */
 static int vmm_usable(weft_gpu_ctx_t *ctx, CUmemAllocationProp *prop, size_t *gran)
 {
     CUdevice dev;
     int vmm_ok = 0, fd_ok = 0, rdma = 0;
-    if (weft_param_int(WEFT_P_CUDA_VMM) != 1)
+    if (weft_param_int(WEFT_P_CUDA_VMM) == 0)
         return 0;
     pthread_once(&vmm_once, vmm_lookup);
     if (!vmm_found || vmm.device_get(&dev, ctx->device) != CUDA_SUCCESS ||
