@@ -178,7 +178,7 @@ struct weft_coll_ctx {
     weft_gpu_alloc_t handles;            /* device arrays ch[] then chp[] */
     weft_gpu_alloc_t gbar;               /* the kernels' grid barrier words */
     unsigned nblocks, nthreads;          /* launch shape */
-    unsigned team_blocks;                /* most blocks of a team-per-block launch (one per MiB of message) */
+    unsigned team_blocks;                /* most blocks of a team-per-block launch (one per 64 KiB of message) */
     int team_forced;                     /* WEFT_COLL_BLOCKS: that many, whatever the size */
     size_t bsync_off;                    /* their sync area in the packet buffer */
     uint64_t packet_calls;
@@ -472,10 +472,10 @@ shape:
      * resident, which MPS does not promise: on an H200 shared by 4-8
      * processes, 32 blocks per rank with a grid barrier were 10x slower
      * than one and, with 8 ranks, hit the device timeout); the
-     * team-per-block bodies one block per MiB of message, up to
-     * WEFT_COLL_TEAM_BLOCKS (on the H200 shared by 4-8 processes, 4 blocks
-     * moved 1.6-2.6x what one did at 256 MiB, while 16-32 cost about 40 us
-     * per block per step at every size). WEFT_COLL_BLOCKS sets both (the
+     * team-per-block bodies one block per 64 KiB of message, up to
+     * WEFT_COLL_TEAM_BLOCKS, 16 (on the H200 shared by 8 processes, 16
+     * blocks moved 9x what one did at 256 MiB, 4 blocks 3.4x; at 16 KiB
+     * one block is as fast). WEFT_COLL_BLOCKS sets both (the
      * host tests run them with 3 and 5). Every rank must agree (the
      * parameters are the same on every rank). */
     x->nblocks = 1;
@@ -649,7 +649,7 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
         a.bsync_off = comm->coll->bsync_off;
         l.nblocks = comm->coll->team_forced
                         ? comm->coll->team_blocks
-                        : (unsigned)WEFT_MAX(1, WEFT_MIN((uint64_t)comm->coll->team_blocks, (uint64_t)bytes >> 20));
+                        : (unsigned)WEFT_MAX(1, WEFT_MIN((uint64_t)comm->coll->team_blocks, (uint64_t)bytes >> 16));
     }
     l.nthreads = comm->coll->nthreads;
     l.args = &a;

@@ -52,8 +52,8 @@ WEFT_PARAM(CHECK_ARGS, "WEFT_CHECK_ARGS", INT, "0",
            "1: before each collective, compare counts, types and roots across ranks and name the odd one")
 WEFT_PARAM(COLL_BLOCKS, "WEFT_COLL_BLOCKS", INT, "0",
            "blocks of every collective launch (0: the defaults: one, and WEFT_COLL_TEAM_BLOCKS for the mesh algorithms)")
-WEFT_PARAM(COLL_TEAM_BLOCKS, "WEFT_COLL_TEAM_BLOCKS", INT, "4",
-           "GPU: most blocks of a mesh collective's launch, one per MiB of message (each block a team of its own)")
+WEFT_PARAM(COLL_TEAM_BLOCKS, "WEFT_COLL_TEAM_BLOCKS", INT, "16",
+           "GPU: most blocks of a mesh collective's launch, one per 64 KiB of message (each block a team of its own)")
 WEFT_PARAM(CUDA_VMM, "WEFT_CUDA_VMM", INT, "1",
            "cuda: 1 (default) allocates device memory with cuMem VMM, shared as file descriptors, where the driver "
            "can (legacy IPC otherwise); 0 uses cudaMalloc and legacy IPC handles")
