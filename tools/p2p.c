@@ -191,11 +191,12 @@ int p2p_bench(weft_comm_t *comm, const perf_opts_t *o)
     }
     {
         static const struct { const char *kernel, *label; } lat[] = {
+            {"p2p_flag_pingpong", "flag round trip (the floor)"},
             {"p2p_mc_pingpong", "memory channel signal/wait"},
             {"p2p_ll_pingpong", "memory channel LL16 packets (8 B)"},
             {"p2p_pc_pingpong", "port channel put+signal (8 B)"},
         };
-        for (size_t i = net ? 2 : 0; i < sizeof(lat) / sizeof(lat[0]); i++) {
+        for (size_t i = net ? 3 : 0; i < sizeof(lat) / sizeof(lat[0]); i++) {
             int iters = o->iters * (net ? 10 : 50);
             if (run(&p, lat[i].kernel, iters, o->reps, 1, 1, &us))
                 goto out;

@@ -618,10 +618,6 @@ WEFT_DEVICE uint64_t weft_fifo_push(weft_fifo_dev_t *f, uint64_t w0, uint64_t w1
     weft_trigger_t *t = &f->triggers[slot & (f->size - 1)];
     weft_store_relaxed_u64(&t->w0, w0);
     weft_store_release_u64(&t->w1, w1 | (1ull << 63)); /* pairs with the proxy's acquire */
-    /* and wait until the trigger is visible to the CPU before going on: on
-     * the H200 test host a ring's proxy at times saw a trigger only when
-     * the kernel that pushed it ended, while that kernel spun on the tail */
-    weft_fence_system();
     return slot;
 }
 

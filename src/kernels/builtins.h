@@ -16,6 +16,7 @@
 #define WEFT_BUILTIN_KERNELS(X)                                                                                    \
     X(p2p_mc_pingpong, weft_p2p_mc_pingpong, weft_p2p_args_t)                                                      \
     X(p2p_ll_pingpong, weft_p2p_ll_pingpong, weft_p2p_args_t)                                                      \
+    X(p2p_flag_pingpong, weft_p2p_flag_pingpong, weft_p2p_args_t)                                                  \
     X(p2p_pc_pingpong, weft_p2p_pc_pingpong, weft_p2p_args_t)                                                      \
     X(p2p_put_bw, weft_p2p_put_bw, weft_p2p_args_t)                                                                \
     X(p2p_put_stream, weft_p2p_put_stream, weft_p2p_args_t)                                                        \

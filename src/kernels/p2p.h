@@ -38,6 +38,29 @@ WEFT_DEVICE void weft_p2p_mc_pingpong(const weft_kctx_t *k, void *args)
     }
 }
 
+/* The floor the others are judged against: one 8-byte flag each way, a
+ * store into the peer's packet buffer (offset 2048) and an acquire wait on
+ * our own, nothing else. Values grow across launches (a->flag). */
+WEFT_DEVICE void weft_p2p_flag_pingpong(const weft_kctx_t *k, void *args)
+{
+    weft_p2p_args_t *a = (weft_p2p_args_t *)args;
+    uint64_t *theirs = (uint64_t *)(a->mcp.dst + 2048), *mine = (uint64_t *)(a->mcp.packets + 2048);
+    if (k->block || k->thread)
+        return;
+    for (int i = 0; i < a->iters; i++) {
+        uint64_t v = (uint64_t)a->flag + (uint64_t)i;
+        if (a->rank == 0) {
+            weft_store_relaxed_u64(theirs, v);
+            if (weft_wait_geq_u64(a->mcp.sema.ctl, mine, v, 1, WEFT_DEV_OP_PACKET_WAIT))
+                return;
+        } else {
+            if (weft_wait_geq_u64(a->mcp.sema.ctl, mine, v, 0, WEFT_DEV_OP_PACKET_WAIT))
+                return;
+            weft_store_relaxed_u64(theirs, v);
+        }
+    }
+}
+
 WEFT_DEVICE void weft_p2p_ll_pingpong(const weft_kctx_t *k, void *args)
 {
     weft_p2p_args_t *a = (weft_p2p_args_t *)args;
