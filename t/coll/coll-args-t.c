@@ -9,7 +9,9 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 static weft_unique_id_t id;
 
@@ -103,13 +105,63 @@ static int after_abort(int rank, int nranks, void *arg)
     return fails;
 }
 
+/*
+ * A rank that never joins: the others' large allreduce (the per-block
+ * teams, 3 blocks: their block barriers) ends in WEFT_ERR_TIMEOUT within
+ * the device deadline, naming it. The absent rank waits at the bootstrap
+ * until they are done.
+ */
+static int absent_rank(int rank, int nranks, void *arg)
+{
+    weft_comm_config_t cfg = WEFT_COMM_CONFIG_INIT;
+    weft_comm_t *comm;
+    weft_stream_t *s;
+    const size_t n = 1u << 20;
+    float *d = NULL;
+    int fails = 0, absent = nranks - 1;
+    (void)arg;
+    cfg.device_timeout_ms = 300;
+    setenv("WEFT_CHECK_ARGS", "0", 1);
+    setenv("WEFT_COLL_BLOCKS", "3", 1);
+    if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, &cfg, &comm) != WEFT_OK ||
+        weft_stream_create(comm, &s) != WEFT_OK || weft_mem_alloc(comm, n * sizeof(float), (void **)&d) != WEFT_OK)
+        return rank_fail("init: %s", weft_get_last_error());
+    /* everyone once (the first collective sets the channels up, collectively) */
+    if (weft_allreduce(d, d, 16, WEFT_FLOAT32, WEFT_SUM, comm, s) != WEFT_OK || weft_stream_synchronize(s) != WEFT_OK)
+        return rank_fail("first allreduce: %s", weft_get_last_error());
+    if (rank != absent) {
+        struct timespec t0, t1;
+        char want[32];
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        weft_status_t st = weft_allreduce(d, d, n, WEFT_FLOAT32, WEFT_SUM, comm, s);
+        if (st == WEFT_OK)
+            st = weft_stream_synchronize(s);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        long took = (long)(t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+        snprintf(want, sizeof(want), "rank %d", absent);
+        if (st != WEFT_ERR_TIMEOUT)
+            fails += rank_fail("expected WEFT_ERR_TIMEOUT, got %s", weft_status_string(st));
+        else if (!strstr(weft_get_last_error(), want))
+            fails += rank_fail("the error does not name %s: %s", want, weft_get_last_error());
+        else if (took > 10000)
+            fails += rank_fail("it took %ld ms (deadline 300 ms)", took);
+    }
+    weft_bootstrap_barrier(comm);
+    weft_mem_free(comm, d);
+    weft_stream_destroy(s);
+    weft_comm_destroy(comm);
+    return fails;
+}
+
 int main(void)
 {
-    plan(3);
+    plan(4);
     setenv("WEFT_CHECK_ARGS", "1", 1);
     ok(run_ranks(2, 30000, bad_input, NULL, NULL),
        "NULL buffers, unknown types and ops, overflows, bad roots: refused, nothing queued, still usable");
     ok(run_ranks(3, 30000, mismatched, NULL, NULL), "WEFT_CHECK_ARGS=1: a mismatched count is refused naming the rank");
     ok(run_ranks(2, 30000, after_abort, NULL, NULL), "calls after abort fail with WEFT_ERR_ABORTED");
+    ok(run_ranks(3, 30000, absent_rank, NULL, NULL),
+       "a rank that never joins: a large allreduce (per-block teams) ends in WEFT_ERR_TIMEOUT naming it, in bounded time");
     return test_done();
 }
