@@ -650,6 +650,10 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
         l.nblocks = comm->coll->team_forced
                         ? comm->coll->team_blocks
                         : (unsigned)WEFT_MAX(1, WEFT_MIN((uint64_t)comm->coll->team_blocks, (uint64_t)bytes >> 16));
+        /* each block's part of a scratch region holds at least one element
+         * per rank of the widest type (64 bytes a rank): small scratch
+         * means fewer blocks, never overlapping parts */
+        l.nblocks = (unsigned)WEFT_MAX(1, WEFT_MIN((uint64_t)l.nblocks, a.scratch_half / (64u * (uint64_t)comm->nranks)));
     }
     l.nthreads = comm->coll->nthreads;
     l.args = &a;
