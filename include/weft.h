@@ -411,7 +411,8 @@ WEFT_API weft_status_t weft_send(const void *buf, size_t count, weft_dtype_t dty
                                  weft_stream_t *stream);
 WEFT_API weft_status_t weft_recv(void *buf, size_t count, weft_dtype_t dtype, int peer, weft_comm_t *comm,
                                  weft_stream_t *stream);
-/** The algorithm the next call with these parameters would use. */
+/** The algorithm the next call of @p collective on @p bytes would use
+ *  (for a float sum: an algorithm may admit only some types and ops). */
 WEFT_API weft_status_t weft_coll_algorithm(weft_comm_t *comm, const char *collective, size_t bytes,
                                            const char **name);
 
