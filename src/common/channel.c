@@ -138,14 +138,17 @@ weft_status_t weft_switch_channel_create(weft_comm_t *comm, size_t bytes, weft_s
     memset(&ann, 0, sizeof(ann));
     if (comm->rank == 0) {
         status = comm->gpu->mc_create(comm->gctx, bytes, comm->nranks, &ex, &c->mc);
-        if (status == WEFT_OK && comm->nranks > 1 && !comm->ipc)
-            status = WEFT_ERR_UNSUPPORTED;
-        if (status == WEFT_OK && comm->nranks > 1)
-            status = weft_ipc_export(comm->ipc, ex.fd, &ann.export_id); /* takes the fd */
-        else if (status == WEFT_OK)
-            close(ex.fd);
-        memcpy(ann.blob, ex.blob, sizeof(ann.blob));
-        ann.blob_len = ex.blob_len;
+        if (status == WEFT_OK) {
+            memcpy(ann.blob, ex.blob, sizeof(ann.blob));
+            ann.blob_len = ex.blob_len;
+            if (comm->nranks > 1 && comm->ipc) {
+                status = weft_ipc_export(comm->ipc, ex.fd, &ann.export_id); /* takes the fd */
+            } else {
+                close(ex.fd);
+                if (comm->nranks > 1)
+                    status = WEFT_ERR_UNSUPPORTED; /* no IPC service to pass the fd */
+            }
+        }
         ann.status = (int32_t)status;
     }
     if ((st = weft_bootstrap_broadcast(comm, &ann, sizeof(ann), 0)) != WEFT_OK) {

@@ -538,6 +538,19 @@ static weft_status_t check_across_ranks(weft_comm_t *comm, const coll_call_t *c)
     return status;
 }
 
+/* Blocks of a team-per-block launch: WEFT_COLL_BLOCKS if set, else one
+ * per 64 KiB of message up to team_blocks; never so many that a block's
+ * part of a scratch region holds less than 64 bytes a rank (one element of
+ * the widest type per rank: small scratch means fewer blocks, never
+ * overlapping parts). */
+static unsigned team_launch_blocks(const weft_comm_t *comm, uint64_t bytes, uint64_t scratch_half)
+{
+    const struct weft_coll_ctx *x = comm->coll;
+    uint64_t n = x->team_forced ? x->team_blocks : WEFT_MIN((uint64_t)x->team_blocks, bytes >> 16);
+    n = WEFT_MIN(n, scratch_half / (64u * (uint64_t)comm->nranks));
+    return (unsigned)WEFT_MAX(n, 1);
+}
+
 static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const coll_call_t *c)
 {
     weft_coll_args_t a;
@@ -647,13 +660,7 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
         a.per_block = 1;
         a.bsync_stride = (uint32_t)comm->nranks + 1;
         a.bsync_off = comm->coll->bsync_off;
-        l.nblocks = comm->coll->team_forced
-                        ? comm->coll->team_blocks
-                        : (unsigned)WEFT_MAX(1, WEFT_MIN((uint64_t)comm->coll->team_blocks, (uint64_t)bytes >> 16));
-        /* each block's part of a scratch region holds at least one element
-         * per rank of the widest type (64 bytes a rank): small scratch
-         * means fewer blocks, never overlapping parts */
-        l.nblocks = (unsigned)WEFT_MAX(1, WEFT_MIN((uint64_t)l.nblocks, a.scratch_half / (64u * (uint64_t)comm->nranks)));
+        l.nblocks = team_launch_blocks(comm, bytes, a.scratch_half);
     }
     l.nthreads = comm->coll->nthreads;
     l.args = &a;

@@ -247,7 +247,7 @@ static int vmm_usable(weft_gpu_ctx_t *ctx, CUmemAllocationProp *prop, size_t *gr
     return vmm.granularity(gran, prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) == CUDA_SUCCESS && *gran > 0;
 }
 
-static weft_status_t vmm_check(CUresult r, const char *what)
+weft_status_t weft_cuda_check(CUresult r, const char *what)
 {
     if (r == CUDA_SUCCESS)
         return WEFT_OK;
@@ -255,33 +255,38 @@ static weft_status_t vmm_check(CUresult r, const char *what)
     return r == CUDA_ERROR_OUT_OF_MEMORY ? WEFT_ERR_NO_MEMORY : WEFT_ERR_BACKEND;
 }
 
+weft_status_t weft_cuda_map_rw(CUmemGenericAllocationHandle handle, size_t size, size_t align, int device,
+                               CUdeviceptr *va)
+{
+    CUmemAccessDesc access;
+    weft_status_t status;
+    memset(&access, 0, sizeof(access));
+    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access.location.id = device;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    if ((status = weft_cuda_check(vmm.reserve(va, size, align, 0, 0), "cuMemAddressReserve")) != WEFT_OK)
+        return status;
+    if ((status = weft_cuda_check(vmm.map(*va, size, 0, handle, 0), "cuMemMap")) == WEFT_OK &&
+        (status = weft_cuda_check(vmm.set_access(*va, size, &access, 1), "cuMemSetAccess")) != WEFT_OK)
+        vmm.unmap(*va, size);
+    if (status != WEFT_OK) {
+        vmm.address_free(*va, size);
+        *va = 0;
+    }
+    return status;
+}
+
 /* Maps @p handle (of @p size bytes) at a new range, read-write for our device. */
 static weft_status_t vmm_map(weft_gpu_ctx_t *ctx, CUmemGenericAllocationHandle handle, size_t size, size_t align,
                              vmm_alloc_t **out)
 {
     vmm_alloc_t *v = calloc(1, sizeof(*v));
-    CUmemAccessDesc access;
     weft_status_t status;
     if (!v)
         return WEFT_ERR_NO_MEMORY;
     v->handle = handle;
     v->size = size;
-    memset(&access, 0, sizeof(access));
-    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    access.location.id = ctx->device;
-    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    if ((status = vmm_check(vmm.reserve(&v->va, size, align, 0, 0), "cuMemAddressReserve")) != WEFT_OK) {
-        free(v);
-        return status;
-    }
-    if ((status = vmm_check(vmm.map(v->va, size, 0, handle, 0), "cuMemMap")) != WEFT_OK) {
-        vmm.address_free(v->va, size);
-        free(v);
-        return status;
-    }
-    if ((status = vmm_check(vmm.set_access(v->va, size, &access, 1), "cuMemSetAccess")) != WEFT_OK) {
-        vmm.unmap(v->va, size);
-        vmm.address_free(v->va, size);
+    if ((status = weft_cuda_map_rw(handle, size, align, ctx->device, &v->va)) != WEFT_OK) {
         free(v);
         return status;
     }
@@ -389,7 +394,7 @@ static weft_status_t rt_mem_alloc(weft_gpu_ctx_t *ctx, size_t bytes, unsigned fl
             CUmemGenericAllocationHandle h;
             size_t size = (bytes + gran - 1) / gran * gran;
             vmm_alloc_t *v;
-            if ((status = vmm_check(vmm.create(&h, size, &prop, 0), "cuMemCreate")) != WEFT_OK)
+            if ((status = weft_cuda_check(vmm.create(&h, size, &prop, 0), "cuMemCreate")) != WEFT_OK)
                 return status;
             if ((status = vmm_map(ctx, h, size, gran, &v)) != WEFT_OK) {
                 vmm.release(h);
@@ -468,7 +473,7 @@ static weft_status_t rt_ipc_export(weft_gpu_ctx_t *ctx, const weft_gpu_alloc_t *
         /* blob: u32 VMM magic | u32 reserved | u64 size; the fd goes beside it */
         const vmm_alloc_t *v = alloc->priv;
         int fd = -1;
-        if ((status = vmm_check(vmm.export_handle(&fd, v->handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+        if ((status = weft_cuda_check(vmm.export_handle(&fd, v->handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
                                 "cuMemExportToShareableHandle")) != WEFT_OK)
             return status;
         magic = VMM_MAGIC;
@@ -523,7 +528,7 @@ static weft_status_t rt_ipc_import(weft_gpu_ctx_t *ctx, const uint8_t *blob, uin
             return WEFT_ERR_INVALID_ARGUMENT;
         }
         RT(SetDevice)(ctx->device);
-        st = vmm_check(vmm.import_handle(&handle, (void *)(uintptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+        st = weft_cuda_check(vmm.import_handle(&handle, (void *)(uintptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
                        "cuMemImportFromShareableHandle");
         close(fd); /* the handle holds the memory now */
         if (st != WEFT_OK)

@@ -31,6 +31,14 @@ typedef struct {
 /* The VMM functions (looked up once), or NULL if the driver lacks any. */
 const weft_cuda_vmm_api_t *weft_cuda_vmm(void);
 
+/* WEFT_OK, or logs the failed driver call @p what and maps its error. */
+weft_status_t weft_cuda_check(CUresult r, const char *what);
+
+/* Reserves a range of @p size (aligned to @p align) and maps @p handle
+ * there, read-write for @p device; on failure nothing is left behind. */
+weft_status_t weft_cuda_map_rw(CUmemGenericAllocationHandle handle, size_t size, size_t align, int device,
+                               CUdeviceptr *va);
+
 /* Zeroes device memory and waits for it (a private non-blocking stream). */
 weft_status_t weft_cuda_zero_fill(void *p, size_t bytes);
 

@@ -58,14 +58,6 @@ typedef struct {
     int added, bound;
 } cuda_mc_t;
 
-static weft_status_t mc_check(CUresult r, const char *what)
-{
-    if (r == CUDA_SUCCESS)
-        return WEFT_OK;
-    weft_error(WEFT_SUB_GPU, "cuda backend: %s failed (driver error %d)", what, (int)r);
-    return r == CUDA_ERROR_OUT_OF_MEMORY ? WEFT_ERR_NO_MEMORY : WEFT_ERR_BACKEND;
-}
-
 int weft_cuda_mc_supported(int device)
 {
     const weft_cuda_vmm_api_t *vmm;
@@ -99,11 +91,10 @@ weft_status_t weft_cuda_mc_create(weft_gpu_ctx_t *ctx, size_t bytes, int nranks,
     uint32_t magic = MC_MAGIC, n = (uint32_t)nranks;
     uint64_t size64;
     weft_status_t status;
-    (void)ctx;
     if (!weft_cuda_mc_supported(weft_cuda_ctx_device(ctx)))
         return WEFT_ERR_UNSUPPORTED;
     mc_prop(&prop, bytes, nranks);
-    if ((status = mc_check(api.granularity(&gran, &prop, CU_MULTICAST_GRANULARITY_RECOMMENDED),
+    if ((status = weft_cuda_check(api.granularity(&gran, &prop, CU_MULTICAST_GRANULARITY_RECOMMENDED),
                            "cuMulticastGetGranularity")) != WEFT_OK)
         return status;
     size = (bytes + gran - 1) / gran * gran;
@@ -111,11 +102,11 @@ weft_status_t weft_cuda_mc_create(weft_gpu_ctx_t *ctx, size_t bytes, int nranks,
     if (!(m = calloc(1, sizeof(*m))))
         return WEFT_ERR_NO_MEMORY;
     m->size = size;
-    if ((status = mc_check(api.create(&m->mc, &prop), "cuMulticastCreate")) != WEFT_OK) {
+    if ((status = weft_cuda_check(api.create(&m->mc, &prop), "cuMulticastCreate")) != WEFT_OK) {
         free(m);
         return status;
     }
-    if ((status = mc_check(vmm->export_handle(&fd, m->mc, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+    if ((status = weft_cuda_check(vmm->export_handle(&fd, m->mc, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
                            "exporting the multicast object")) != WEFT_OK) {
         vmm->release(m->mc);
         free(m);
@@ -151,7 +142,7 @@ weft_status_t weft_cuda_mc_import(weft_gpu_ctx_t *ctx, const uint8_t *blob, uint
         return magic != MC_MAGIC || fd < 0 || size == 0 ? WEFT_ERR_INVALID_ARGUMENT : WEFT_ERR_UNSUPPORTED;
     }
     m->size = (size_t)size;
-    status = mc_check(vmm->import_handle(&m->mc, (void *)(uintptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+    status = weft_cuda_check(vmm->import_handle(&m->mc, (void *)(uintptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
                       "importing the multicast object");
     close(fd);
     if (status != WEFT_OK) {
@@ -166,33 +157,11 @@ weft_status_t weft_cuda_mc_add_device(weft_gpu_ctx_t *ctx, void *mcp)
 {
     cuda_mc_t *m = mcp;
     weft_status_t status;
-    if ((status = mc_check(weft_cuda_vmm()->device_get(&m->dev, weft_cuda_ctx_device(ctx)), "cuDeviceGet")) !=
+    if ((status = weft_cuda_check(weft_cuda_vmm()->device_get(&m->dev, weft_cuda_ctx_device(ctx)), "cuDeviceGet")) !=
         WEFT_OK)
         return status;
-    if ((status = mc_check(api.add_device(m->mc, m->dev), "cuMulticastAddDevice")) == WEFT_OK)
+    if ((status = weft_cuda_check(api.add_device(m->mc, m->dev), "cuMulticastAddDevice")) == WEFT_OK)
         m->added = 1;
-    return status;
-}
-
-/* Reserves a range and maps @p h there, read-write for our device. */
-static weft_status_t map_rw(cuda_mc_t *m, CUmemGenericAllocationHandle h, CUdeviceptr *va)
-{
-    const weft_cuda_vmm_api_t *vmm = weft_cuda_vmm();
-    CUmemAccessDesc access;
-    weft_status_t status;
-    memset(&access, 0, sizeof(access));
-    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    access.location.id = m->dev;
-    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    if ((status = mc_check(vmm->reserve(va, m->size, m->size, 0, 0), "cuMemAddressReserve")) != WEFT_OK)
-        return status;
-    if ((status = mc_check(vmm->map(*va, m->size, 0, h, 0), "cuMemMap")) == WEFT_OK &&
-        (status = mc_check(vmm->set_access(*va, m->size, &access, 1), "cuMemSetAccess")) != WEFT_OK)
-        vmm->unmap(*va, m->size);
-    if (status != WEFT_OK) {
-        vmm->address_free(*va, m->size);
-        *va = 0;
-    }
     return status;
 }
 
@@ -207,14 +176,15 @@ weft_status_t weft_cuda_mc_bind(weft_gpu_ctx_t *ctx, void *mcp, int index, weft_
     prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
     prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     prop.location.id = m->dev;
-    if ((status = mc_check(vmm->create(&m->mem, m->size, &prop, 0), "cuMemCreate")) != WEFT_OK)
+    if ((status = weft_cuda_check(vmm->create(&m->mem, m->size, &prop, 0), "cuMemCreate")) != WEFT_OK)
         return status;
-    if ((status = mc_check(api.bind_mem(m->mc, 0, m->mem, 0, m->size, 0), "cuMulticastBindMem")) != WEFT_OK) {
+    if ((status = weft_cuda_check(api.bind_mem(m->mc, 0, m->mem, 0, m->size, 0), "cuMulticastBindMem")) != WEFT_OK) {
         vmm->release(m->mem);
         return status;
     }
     m->bound = 1;
-    if ((status = map_rw(m, m->mem, &m->uva)) != WEFT_OK || (status = map_rw(m, m->mc, &m->mva)) != WEFT_OK ||
+    if ((status = weft_cuda_map_rw(m->mem, m->size, m->size, (int)m->dev, &m->uva)) != WEFT_OK ||
+        (status = weft_cuda_map_rw(m->mc, m->size, m->size, (int)m->dev, &m->mva)) != WEFT_OK ||
         (status = weft_cuda_zero_fill((void *)m->uva, m->size)) != WEFT_OK) {
         weft_cuda_mc_release(ctx, m, NULL, NULL);
         return status;
