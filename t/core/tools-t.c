@@ -26,7 +26,7 @@ int main(void)
 {
     static char out[65536];
     char cmd[1024];
-    plan(25);
+    plan(26);
     snprintf(cmd, sizeof(cmd), "%s/tools/weft-info", TOP_BUILDDIR);
     is_int(0, run(cmd, out, sizeof(out)), "weft-info runs");
     ok(strstr(out, "GPU backends: host") && strstr(out, "networks: ethernet"), "and shows backends and networks");
@@ -62,6 +62,13 @@ int main(void)
              "%s/tools/weft-perf --ranks 2 reduce -d all -o all -b 0 -e 64 -f 8 -n 1 -w 0 2>&1 | "
              "grep -c 'Out of bounds values : 0 OK'", TOP_BUILDDIR);
     ok(run(cmd, out, sizeof(out)) == 0 && atoi(out) == 60, "-d all -o all: a checked sweep for each of 12 types x 5 ops");
+    /* tiny scratch and 64 blocks asked for: the launches take fewer blocks
+     * rather than give blocks overlapping parts of scratch */
+    snprintf(cmd, sizeof(cmd),
+             "WEFT_COLL_SCRATCH_BYTES=4096 WEFT_COLL_BLOCKS=64 %s/tools/weft-perf --ranks 4 reducescatter -d double "
+             "-b 0 -e 64K -f 8 -n 1 -w 0 2>&1", TOP_BUILDDIR);
+    ok(run(cmd, out, sizeof(out)) == 0 && strstr(out, "Out of bounds values : 0 OK"),
+       "4 KiB of scratch with 64 blocks asked for: still correct (fewer blocks, no overlap)");
     for (const char *const *c = (const char *const[]){"allgather", "reducescatter", "broadcast", "reduce", "alltoall", "sendrecv", NULL};
          *c; c++) {
         snprintf(cmd, sizeof(cmd), "%s/tools/weft-perf --ranks 3 %s -d int8 -b 3 -e 3K -f 32 -n 2 -w 1 -r 2 2>&1 | "
