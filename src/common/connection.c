@@ -107,6 +107,11 @@ static void ce_destroy(weft_connection_t *c)
 static const weft_connection_ops_t ipc_copy_engine_ops = {
     .write = ce_write, .update = ce_update, .flush = ce_flush, .destroy = ce_destroy};
 
+int weft_connection_copies_pending(weft_connection_t *c)
+{
+    return c->ops == &ipc_copy_engine_ops && c->comm->gpu->stream_query(c->comm->gctx, c->stream) == WEFT_INPROGRESS;
+}
+
 /* -- public ------------------------------------------------------------ */
 
 weft_status_t weft_connection_create(weft_comm_t *comm, int peer, unsigned transport, weft_connection_t **out)

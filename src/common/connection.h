@@ -41,6 +41,10 @@ struct weft_connection {
     uint64_t posts;
 };
 
+/* Copy engine: 1 when copies this connection queued have not all run yet
+ * (for reports of stalls), else 0. */
+int weft_connection_copies_pending(weft_connection_t *c);
+
 /* connection_net.c: connects @p c (comm, peer, transport set) over its
  * network transport; both ranks of the pair call it (caller holds the
  * communicator's lock). */

@@ -340,6 +340,15 @@ void weft_proxy_report(weft_comm_t *comm)
         else
             weft_error(WEFT_SUB_PROXY, "rank %d proxy: %llu triggers executed (tail %llu); idle, waiting for triggers",
                        comm->rank, done, (unsigned long long)tail);
+        /* Copies the proxy queued but the GPU has not run: a kernel waiting
+         * for them waits on the device's scheduling, not on the proxy. */
+        uint32_t nchans = __atomic_load_n(&p->nchans, __ATOMIC_ACQUIRE);
+        for (uint32_t ch = 0; ch < nchans; ch++)
+            if (weft_connection_copies_pending(p->chans[ch]->conn))
+                weft_error(WEFT_SUB_PROXY,
+                           "rank %d proxy: channel %u: copies to rank %d queued, not yet run by the GPU (behind a "
+                           "running kernel in a shared hardware queue? see WEFT_GPU_WORK_QUEUES)",
+                           comm->rank, ch, p->chans[ch]->conn->peer);
     }
     pthread_mutex_unlock(&comm->proxy_lock);
 }

@@ -32,6 +32,15 @@ static void add_one(const weft_kctx_t *k, void *a)
         (*v)++;
 }
 
+/* Runs until *gate opens. */
+static void wait_for_gate(const weft_kctx_t *k, void *a)
+{
+    int *gate = *(int **)a;
+    (void)k;
+    while (!__atomic_load_n(gate, __ATOMIC_ACQUIRE))
+        sched_yield();
+}
+
 int main(void)
 {
     const weft_gpu_ops_t *ops = weft_gpu_find("host");
@@ -44,7 +53,7 @@ int main(void)
     weft_gpu_launch_t l = {.name = "meet", .host_fn = all_blocks_meet, .nblocks = 16, .nthreads = 1,
                            .args = &ba, .args_size = sizeof(ba)};
 
-    plan(9);
+    plan(10);
     ok(ops != NULL, "the host backend is registered");
     is_int(WEFT_OK, ops->init(0, &ctx), "it initialises");
     ok(ops->caps(ctx) & WEFT_CAP_IPC, "it can share memory between processes");
@@ -66,6 +75,23 @@ int main(void)
     while (ops->event_query(ctx, e) == WEFT_INPROGRESS)
         sched_yield();
     ok(v == 1000 && dst[99] == 7, "launches and copies run in order; the event completes after them");
+    {
+        int gate = 0, *pg = &gate;
+        weft_gpu_launch_t held = {.name = "held", .host_fn = wait_for_gate, .nblocks = 1, .args = &pg,
+                                  .args_size = sizeof(pg)};
+        weft_status_t idle = ops->stream_query(ctx, s), busy, copy_queued, done;
+        ops->launch(ctx, &held, s);
+        busy = ops->stream_query(ctx, s);
+        ops->memcpy_async(ctx, dst, src, sizeof(src), s);
+        copy_queued = ops->stream_query(ctx, s);
+        __atomic_store_n(&gate, 1, __ATOMIC_RELEASE);
+        ops->stream_sync(ctx, s);
+        done = ops->stream_query(ctx, s);
+        ok(idle == WEFT_OK && busy == WEFT_INPROGRESS && copy_queued == WEFT_INPROGRESS && done == WEFT_OK,
+           "a stream query says whether queued work has run: idle %d, kernel running %d, copy behind it %d, "
+           "after sync %d",
+           idle, busy, copy_queued, done);
+    }
     l.nblocks = 100000;
     is_int(WEFT_ERR_INVALID_ARGUMENT, ops->launch(ctx, &l, s), "a launch with more blocks than threads is refused");
     {

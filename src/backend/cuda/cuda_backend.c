@@ -52,6 +52,7 @@
 #define rtFreeHost hipHostFree
 #define rtIpcMemLazyEnablePeerAccess hipIpcMemLazyEnablePeerAccess
 #define rtMemcpyDefault hipMemcpyDefault
+#define RT_QUEUES_ENV "GPU_MAX_HW_QUEUES"
 #ifdef hipDeviceMallocUncached
 #define RT_SYNC_MALLOC_FLAG hipDeviceMallocUncached
 #else
@@ -79,6 +80,7 @@
 #define rtFreeHost cudaFreeHost
 #define rtIpcMemLazyEnablePeerAccess cudaIpcMemLazyEnablePeerAccess
 #define rtMemcpyDefault cudaMemcpyDefault
+#define RT_QUEUES_ENV "CUDA_DEVICE_MAX_CONNECTIONS"
 #endif
 
 #define RT_MAGIC 0x49505452u /* "RTPI": a legacy runtime IPC handle */
@@ -98,10 +100,38 @@ static weft_status_t rt_check(rtError_t err, const char *what)
     return WEFT_ERR_BACKEND;
 }
 
+/*
+ * Hardware work queues. The driver spreads a context's streams over a few
+ * work queues (CUDA: 8 per context; under MPS its clients share one small
+ * pool; HIP: 4), and two streams on one queue run in submission order. A
+ * kernel that waits for copies the proxy queued on another stream (the ring
+ * algorithms over port channels) then waits for ever when that stream shares
+ * the kernel's queue: the copies run only after the kernel ends. Seen under
+ * MPS with 3 processes; CUDA_DEVICE_MAX_CONNECTIONS=32 cured it. So before
+ * the runtime starts, weft asks for WEFT_GPU_WORK_QUEUES queues through the
+ * runtime's variable, unless the user set that variable. A process that
+ * started CUDA before weft keeps what it had; the proxy's stall report then
+ * says that copies wait in the GPU's queues.
+ */
+static void request_work_queues(void)
+{
+    long n = weft_param_int(WEFT_P_GPU_WORK_QUEUES);
+    char value[24];
+    if (n <= 0 || getenv(RT_QUEUES_ENV))
+        return;
+    snprintf(value, sizeof(value), "%ld", n);
+    if (setenv(RT_QUEUES_ENV, value, 0) == 0)
+        weft_debug(WEFT_SUB_GPU, RT_NAME " backend: %s=%s (WEFT_GPU_WORK_QUEUES)", RT_QUEUES_ENV, value);
+}
+
+static pthread_once_t work_queues_once = PTHREAD_ONCE_INIT;
+
 static weft_status_t rt_device_count(int *count)
 {
     int n = 0;
-    rtError_t err = RT(GetDeviceCount)(&n);
+    rtError_t err;
+    pthread_once(&work_queues_once, request_work_queues);
+    err = RT(GetDeviceCount)(&n);
     if (err != rtSuccess || n < 1) {
         /* No driver or no device: expected on build machines. */
         weft_error_note(RT_NAME " backend: no device (%s)", RT(GetErrorName)(err));
@@ -115,6 +145,7 @@ static weft_status_t rt_init(int device, weft_gpu_ctx_t **out)
 {
     weft_gpu_ctx_t *ctx;
     weft_status_t status;
+    pthread_once(&work_queues_once, request_work_queues);
     if ((status = rt_check(RT(SetDevice)(device), "set device")) != WEFT_OK)
         return status;
     if ((status = rt_check(RT(Free)(NULL), "context creation")) != WEFT_OK)
@@ -596,6 +627,15 @@ static weft_status_t rt_stream_sync(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *stre
     return rt_check(RT(StreamSynchronize)((rtStream_t)stream), "stream synchronize");
 }
 
+static weft_status_t rt_stream_query(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *stream)
+{
+    rtError_t err = RT(StreamQuery)((rtStream_t)stream);
+    (void)ctx;
+    if (err == rtErrorNotReady)
+        return WEFT_INPROGRESS;
+    return rt_check(err, "stream query");
+}
+
 static weft_status_t rt_event_create(weft_gpu_ctx_t *ctx, weft_gpu_event_t **event)
 {
     rtEvent_t e;
@@ -694,6 +734,7 @@ const weft_gpu_ops_t RT_OPS = {
     .stream_create = rt_stream_create,
     .stream_destroy = rt_stream_destroy,
     .stream_sync = rt_stream_sync,
+    .stream_query = rt_stream_query,
     .event_create = rt_event_create,
     .event_destroy = rt_event_destroy,
     .event_record = rt_event_record,

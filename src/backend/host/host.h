@@ -11,6 +11,7 @@ struct weft_gpu_ctx {
 weft_status_t weft_host_stream_create(weft_gpu_ctx_t *ctx, weft_gpu_stream_t **stream);
 weft_status_t weft_host_stream_destroy(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *stream);
 weft_status_t weft_host_stream_sync(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *stream);
+weft_status_t weft_host_stream_query(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *stream);
 weft_status_t weft_host_event_create(weft_gpu_ctx_t *ctx, weft_gpu_event_t **event);
 weft_status_t weft_host_event_destroy(weft_gpu_ctx_t *ctx, weft_gpu_event_t *event);
 weft_status_t weft_host_event_record(weft_gpu_ctx_t *ctx, weft_gpu_event_t *event, weft_gpu_stream_t *stream);

@@ -311,6 +311,16 @@ weft_status_t weft_host_stream_sync(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *s)
     return WEFT_OK;
 }
 
+weft_status_t weft_host_stream_query(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *s)
+{
+    uint64_t target;
+    (void)ctx;
+    pthread_mutex_lock(&s->lock);
+    target = s->submitted;
+    pthread_mutex_unlock(&s->lock);
+    return __atomic_load_n(&s->completed, __ATOMIC_ACQUIRE) >= target ? WEFT_OK : WEFT_INPROGRESS;
+}
+
 weft_status_t weft_host_memcpy_async(weft_gpu_ctx_t *ctx, void *dst, const void *src, size_t bytes,
                                      weft_gpu_stream_t *s)
 {
