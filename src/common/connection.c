@@ -63,28 +63,57 @@ static const weft_connection_ops_t ipc_direct_ops = {
 
 /* -- copy engine ------------------------------------------------------ */
 
+/*
+ * The connection's stream, created on its first copy. Most connections
+ * carry only memory-channel semaphores and never copy; a stream each would
+ * spread a process's streams over more of the GPU's few hardware work
+ * queues, and a copy stream that shares a queue with a running kernel
+ * waits for that kernel to end (see WEFT_GPU_WORK_QUEUES). Whoever loses
+ * the race to create it destroys its own.
+ */
+static weft_gpu_stream_t *ce_stream(weft_connection_t *c)
+{
+    weft_gpu_stream_t *s = __atomic_load_n(&c->stream, __ATOMIC_ACQUIRE), *mine = NULL;
+    if (s)
+        return s;
+    if (c->comm->gpu->stream_create(c->comm->gctx, &mine) != WEFT_OK)
+        return NULL;
+    if (!__atomic_compare_exchange_n(&c->stream, &s, mine, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        c->comm->gpu->stream_destroy(c->comm->gctx, mine);
+        return s;
+    }
+    return mine;
+}
+
 static weft_status_t ce_write(weft_connection_t *c, weft_mem_t *dst, uint64_t dst_off, weft_mem_t *src,
                               uint64_t src_off, uint64_t size)
 {
     char *d = weft_mem_range(dst, dst_off, size, "ipc write (destination)");
     char *s = weft_mem_range(src, src_off, size, "ipc write (source)");
+    weft_gpu_stream_t *st;
     if (!d || !s)
         return WEFT_ERR_INVALID_ARGUMENT;
-    return c->comm->gpu->memcpy_async(c->comm->gctx, d, s, size, c->stream);
+    if (!(st = ce_stream(c)))
+        return WEFT_ERR_BACKEND;
+    return c->comm->gpu->memcpy_async(c->comm->gctx, d, s, size, st);
 }
 
 static weft_status_t ce_flush(weft_connection_t *c, int timeout_ms)
 {
+    weft_gpu_stream_t *s = __atomic_load_n(&c->stream, __ATOMIC_ACQUIRE);
     (void)timeout_ms;
-    return c->comm->gpu->stream_sync(c->comm->gctx, c->stream);
+    return s ? c->comm->gpu->stream_sync(c->comm->gctx, s) : WEFT_OK; /* no stream: nothing was copied */
 }
 
 static weft_status_t ce_update(weft_connection_t *c, weft_mem_t *dst, uint64_t dst_off, uint64_t value)
 {
     char *d = weft_mem_range(dst, dst_off, 8, "ipc update");
+    weft_gpu_stream_t *s;
     weft_status_t status;
     if (!d)
         return WEFT_ERR_INVALID_ARGUMENT;
+    if (!(s = ce_stream(c)))
+        return WEFT_ERR_BACKEND;
     /* A staging slot is reused only after the copies that read it ran. */
     if (c->next_slot == WEFT_UPDATE_SLOTS) {
         if ((status = ce_flush(c, 0)) != WEFT_OK)
@@ -92,15 +121,17 @@ static weft_status_t ce_update(weft_connection_t *c, weft_mem_t *dst, uint64_t d
         c->next_slot = 0;
     }
     c->staging[c->next_slot] = value;
-    status = c->comm->gpu->memcpy_async(c->comm->gctx, d, &c->staging_dev[c->next_slot], 8, c->stream);
+    status = c->comm->gpu->memcpy_async(c->comm->gctx, d, &c->staging_dev[c->next_slot], 8, s);
     c->next_slot++;
     return status;
 }
 
 static void ce_destroy(weft_connection_t *c)
 {
-    c->comm->gpu->stream_sync(c->comm->gctx, c->stream);
-    c->comm->gpu->stream_destroy(c->comm->gctx, c->stream);
+    if (c->stream) {
+        c->comm->gpu->stream_sync(c->comm->gctx, c->stream);
+        c->comm->gpu->stream_destroy(c->comm->gctx, c->stream);
+    }
     c->comm->gpu->host_free(c->comm->gctx, c->staging);
 }
 
@@ -109,7 +140,8 @@ static const weft_connection_ops_t ipc_copy_engine_ops = {
 
 int weft_connection_copies_pending(weft_connection_t *c)
 {
-    return c->ops == &ipc_copy_engine_ops && c->comm->gpu->stream_query(c->comm->gctx, c->stream) == WEFT_INPROGRESS;
+    weft_gpu_stream_t *s = __atomic_load_n(&c->stream, __ATOMIC_ACQUIRE);
+    return c->ops == &ipc_copy_engine_ops && s && c->comm->gpu->stream_query(c->comm->gctx, s) == WEFT_INPROGRESS;
 }
 
 /* -- public ------------------------------------------------------------ */
@@ -154,13 +186,8 @@ weft_status_t weft_connection_create(weft_comm_t *comm, int peer, unsigned trans
         c->ops = &ipc_direct_ops;
     } else {
         c->ops = &ipc_copy_engine_ops;
-        status = comm->gpu->stream_create(comm->gctx, &c->stream);
-        if (status == WEFT_OK) {
-            status = comm->gpu->host_alloc_mapped(comm->gctx, WEFT_UPDATE_SLOTS * sizeof(uint64_t),
-                                                  (void **)&c->staging, (void **)&c->staging_dev);
-            if (status != WEFT_OK)
-                comm->gpu->stream_destroy(comm->gctx, c->stream);
-        }
+        status = comm->gpu->host_alloc_mapped(comm->gctx, WEFT_UPDATE_SLOTS * sizeof(uint64_t),
+                                              (void **)&c->staging, (void **)&c->staging_dev);
         if (status != WEFT_OK) {
             free(c);
             weft_comm_leave(comm);

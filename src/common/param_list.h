@@ -54,7 +54,7 @@ WEFT_PARAM(COLL_BLOCKS, "WEFT_COLL_BLOCKS", INT, "0",
            "blocks of every collective launch (0: the defaults: one, and WEFT_COLL_TEAM_BLOCKS for the mesh algorithms)")
 WEFT_PARAM(COLL_TEAM_BLOCKS, "WEFT_COLL_TEAM_BLOCKS", INT, "16",
            "GPU: most blocks of a mesh collective's launch, one per 64 KiB of message (each block a team of its own)")
-WEFT_PARAM(GPU_WORK_QUEUES, "WEFT_GPU_WORK_QUEUES", INT, "32",
+WEFT_PARAM(GPU_WORK_QUEUES, "WEFT_GPU_WORK_QUEUES", INT, "8",
            "cuda, hip: hardware work queues to ask for before the runtime starts (sets CUDA_DEVICE_MAX_CONNECTIONS "
            "or GPU_MAX_HW_QUEUES unless already set), so the proxy's copies never queue behind a running kernel; "
            "0 leaves the runtime's default")

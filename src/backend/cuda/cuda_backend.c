@@ -88,6 +88,7 @@
 
 struct weft_gpu_ctx {
     int device;
+    rtStream_t internal; /* the backend's own work (zero-fill): one stream for the context's life */
 };
 
 /* Logs a failed runtime call once, where it happened. */
@@ -108,10 +109,13 @@ static weft_status_t rt_check(rtError_t err, const char *what)
  * algorithms over port channels) then waits for ever when that stream shares
  * the kernel's queue: the copies run only after the kernel ends. Seen under
  * MPS with 3 processes; CUDA_DEVICE_MAX_CONNECTIONS=32 cured it. So before
- * the runtime starts, weft asks for WEFT_GPU_WORK_QUEUES queues through the
- * runtime's variable, unless the user set that variable. A process that
- * started CUDA before weft keeps what it had; the proxy's stall report then
- * says that copies wait in the GPU's queues.
+ * the runtime starts, weft asks for WEFT_GPU_WORK_QUEUES queues (8, the
+ * CUDA default without MPS) through the runtime's variable, unless the user
+ * set that variable, and keeps its own streams few: one internal stream
+ * per context, a connection's copy stream only once it copies. Not more:
+ * MPS clients share one pool, and 32 each left no room for a fourth
+ * process. A process that started CUDA before weft keeps what it had; the
+ * proxy's stall report then says that copies wait in the GPU's queues.
  */
 static void request_work_queues(void)
 {
@@ -154,12 +158,19 @@ static weft_status_t rt_init(int device, weft_gpu_ctx_t **out)
     if (!ctx)
         return WEFT_ERR_NO_MEMORY;
     ctx->device = device;
+    if ((status = rt_check(RT(StreamCreateWithFlags)(&ctx->internal, rtStreamNonBlocking), "stream creation")) !=
+        WEFT_OK) {
+        free(ctx);
+        return status;
+    }
     *out = ctx;
     return WEFT_OK;
 }
 
 static void rt_fini(weft_gpu_ctx_t *ctx)
 {
+    RT(SetDevice)(ctx->device);
+    RT(StreamDestroy)(ctx->internal);
     free(ctx);
 }
 
@@ -379,23 +390,18 @@ static weft_status_t rt_props(weft_gpu_ctx_t *ctx, weft_gpu_props_t *p)
  * collective, say) could land first and be zeroed after. Seen as NULL
  * peer pointers in kernels when processes shared a GPU without MPS.
  */
-static weft_status_t zero_fill(void *p, size_t bytes)
+static weft_status_t zero_fill(weft_gpu_ctx_t *ctx, void *p, size_t bytes)
 {
-    rtStream_t s;
-    weft_status_t status = rt_check(RT(StreamCreateWithFlags)(&s, rtStreamNonBlocking), "stream creation");
-    if (status != WEFT_OK)
-        return status;
-    status = rt_check(RT(MemsetAsync)(p, 0, bytes, s), "zero-fill");
+    weft_status_t status = rt_check(RT(MemsetAsync)(p, 0, bytes, ctx->internal), "zero-fill");
     if (status == WEFT_OK)
-        status = rt_check(RT(StreamSynchronize)(s), "zero-fill");
-    RT(StreamDestroy)(s);
+        status = rt_check(RT(StreamSynchronize)(ctx->internal), "zero-fill");
     return status;
 }
 
 #ifndef WEFT_RT_HIP
-weft_status_t weft_cuda_zero_fill(void *p, size_t bytes)
+weft_status_t weft_cuda_zero_fill(weft_gpu_ctx_t *ctx, void *p, size_t bytes)
 {
-    return zero_fill(p, bytes);
+    return zero_fill(ctx, p, bytes);
 }
 
 int weft_cuda_ctx_device(const weft_gpu_ctx_t *ctx)
@@ -431,7 +437,7 @@ static weft_status_t rt_mem_alloc(weft_gpu_ctx_t *ctx, size_t bytes, unsigned fl
                 vmm.release(h);
                 return status;
             }
-            if ((status = zero_fill((void *)v->va, size)) != WEFT_OK) {
+            if ((status = zero_fill(ctx, (void *)v->va, size)) != WEFT_OK) {
                 vmm_unmap(v);
                 return status;
             }
@@ -444,7 +450,7 @@ static weft_status_t rt_mem_alloc(weft_gpu_ctx_t *ctx, size_t bytes, unsigned fl
     if ((status = rt_check(RT(Malloc)(&p, bytes), "device allocation")) != WEFT_OK)
         return status;
 #endif
-    if ((status = zero_fill(p, bytes)) != WEFT_OK) {
+    if ((status = zero_fill(ctx, p, bytes)) != WEFT_OK) {
         RT(Free)(p);
         return status;
     }

@@ -39,8 +39,8 @@ weft_status_t weft_cuda_check(CUresult r, const char *what);
 weft_status_t weft_cuda_map_rw(CUmemGenericAllocationHandle handle, size_t size, size_t align, int device,
                                CUdeviceptr *va);
 
-/* Zeroes device memory and waits for it (a private non-blocking stream). */
-weft_status_t weft_cuda_zero_fill(void *p, size_t bytes);
+/* Zeroes device memory and waits for it (the context's internal stream). */
+weft_status_t weft_cuda_zero_fill(weft_gpu_ctx_t *ctx, void *p, size_t bytes);
 
 /* Multicast (cuda_multicast.c): can @p device bind memory to multicast
  * objects (NVLS)? Only asks the driver; creates nothing. */

@@ -185,7 +185,7 @@ weft_status_t weft_cuda_mc_bind(weft_gpu_ctx_t *ctx, void *mcp, int index, weft_
     m->bound = 1;
     if ((status = weft_cuda_map_rw(m->mem, m->size, m->size, (int)m->dev, &m->uva)) != WEFT_OK ||
         (status = weft_cuda_map_rw(m->mc, m->size, m->size, (int)m->dev, &m->mva)) != WEFT_OK ||
-        (status = weft_cuda_zero_fill((void *)m->uva, m->size)) != WEFT_OK) {
+        (status = weft_cuda_zero_fill(ctx, (void *)m->uva, m->size)) != WEFT_OK) {
         weft_cuda_mc_release(ctx, m, NULL, NULL);
         return status;
     }
