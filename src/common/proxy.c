@@ -46,8 +46,13 @@ struct weft_proxy {
     const char *stage;
     uint64_t stage_since_ns;
     int stage_peer;
+    int stall_warned; /* the warning of proxy_check_stall, given once */
     struct weft_proxy *next; /* in comm->proxies */
 };
+
+/* An idle proxy whose copies have sat in the GPU's queues this long warns
+ * (a copy that takes a second is not a copy that is running). */
+#define PROXY_STALL_WARN_NS 1000000000ull
 
 /* Marks the step the thread enters (a string literal), for the report. */
 static void proxy_stage(weft_proxy_t *p, const char *stage, int peer)
@@ -132,10 +137,39 @@ static void pin_near_gpu(weft_comm_t *comm)
                    weft_topo_gpu(topo, gpu)->numa);
 }
 
+/* The first channel whose connection has copies queued that the GPU has
+ * not run, or -1. */
+static int proxy_pending_channel(weft_proxy_t *p)
+{
+    uint32_t nchans = __atomic_load_n(&p->nchans, __ATOMIC_ACQUIRE);
+    for (uint32_t ch = 0; ch < nchans; ch++)
+        if (weft_connection_copies_pending(p->chans[ch]->conn))
+            return (int)ch;
+    return -1;
+}
+
+/*
+ * Called while idle: everything pushed has been executed, yet a copy the
+ * proxy queued still has not run a second later. The usual cause is a
+ * kernel that waits for that copy while the copy's stream shares its
+ * hardware work queue. Warn once, long before the device timeout ends it.
+ */
+static void proxy_check_stall(weft_proxy_t *p, uint64_t idle_since_ns)
+{
+    int ch;
+    if (p->stall_warned || weft_now_ns() - idle_since_ns < PROXY_STALL_WARN_NS || (ch = proxy_pending_channel(p)) < 0)
+        return;
+    p->stall_warned = 1;
+    weft_warn(WEFT_SUB_PROXY,
+              "rank %d proxy: copies to rank %d queued for over a second, not yet run by the GPU: a kernel waiting "
+              "for them may share their hardware work queue (see WEFT_GPU_WORK_QUEUES)",
+              p->comm->rank, p->chans[ch]->conn->peer);
+}
+
 static void *proxy_main(void *arg)
 {
     weft_proxy_t *p = arg;
-    uint64_t tail = *p->tail;
+    uint64_t tail = *p->tail, idle_since = 0;
     unsigned idle = 0;
 
     /* Idle sleeps of 20 us must not become 70 (the default 50 us slack). */
@@ -153,9 +187,13 @@ static void *proxy_main(void *arg)
                 __atomic_load_n(&p->comm->ctl->abort, __ATOMIC_ACQUIRE))
                 break;
             /* Spin briefly for latency, then back off to spare the CPU. */
+            if (idle == 0)
+                idle_since = weft_now_ns();
             if (++idle < 256) {
                 sched_yield();
             } else {
+                if ((idle & 1023) == 0)
+                    proxy_check_stall(p, idle_since);
                 struct timespec ts = {0, idle < 4096 ? 20000 : 500000};
                 nanosleep(&ts, NULL);
             }
@@ -342,13 +380,12 @@ void weft_proxy_report(weft_comm_t *comm)
                        comm->rank, done, (unsigned long long)tail);
         /* Copies the proxy queued but the GPU has not run: a kernel waiting
          * for them waits on the device's scheduling, not on the proxy. */
-        uint32_t nchans = __atomic_load_n(&p->nchans, __ATOMIC_ACQUIRE);
-        for (uint32_t ch = 0; ch < nchans; ch++)
-            if (weft_connection_copies_pending(p->chans[ch]->conn))
-                weft_error(WEFT_SUB_PROXY,
-                           "rank %d proxy: channel %u: copies to rank %d queued, not yet run by the GPU (behind a "
-                           "running kernel in a shared hardware queue? see WEFT_GPU_WORK_QUEUES)",
-                           comm->rank, ch, p->chans[ch]->conn->peer);
+        int ch = proxy_pending_channel(p);
+        if (ch >= 0)
+            weft_error(WEFT_SUB_PROXY,
+                       "rank %d proxy: channel %d: copies to rank %d queued, not yet run by the GPU (behind a "
+                       "running kernel in a shared hardware queue? see WEFT_GPU_WORK_QUEUES)",
+                       comm->rank, ch, p->chans[ch]->conn->peer);
     }
     pthread_mutex_unlock(&comm->proxy_lock);
 }
