@@ -1,9 +1,12 @@
 #include "config.h"
 #include "connection.h"
 #include "log.h"
+#include "util.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 char *weft_mem_range(const weft_mem_t *mem, uint64_t off, uint64_t size, const char *what)
 {
@@ -98,11 +101,42 @@ static weft_status_t ce_write(weft_connection_t *c, weft_mem_t *dst, uint64_t ds
     return c->comm->gpu->memcpy_async(c->comm->gctx, d, s, size, st);
 }
 
+/*
+ * Waits for the copies by polling, not with a blocking stream sync: it
+ * gives up on abort or after the deadline (timeout_ms, or the
+ * communicator's operation timeout), naming the peer, and warns after a
+ * second that the copies have not started (weft_connection_warn_stalled).
+ */
 static weft_status_t ce_flush(weft_connection_t *c, int timeout_ms)
 {
     weft_gpu_stream_t *s = __atomic_load_n(&c->stream, __ATOMIC_ACQUIRE);
-    (void)timeout_ms;
-    return s ? c->comm->gpu->stream_sync(c->comm->gctx, s) : WEFT_OK; /* no stream: nothing was copied */
+    uint64_t start = weft_now_ns(), limit_ns;
+    int warned = 0;
+    if (!s)
+        return WEFT_OK; /* no stream: nothing was copied */
+    limit_ns = (uint64_t)(timeout_ms > 0 ? timeout_ms : c->comm->op_timeout_ms) * 1000000ull;
+    for (unsigned polls = 0;; polls++) {
+        weft_status_t status = c->comm->gpu->stream_query(c->comm->gctx, s);
+        uint64_t waited = weft_now_ns() - start;
+        if (status != WEFT_INPROGRESS)
+            return status;
+        if (__atomic_load_n(&c->comm->aborted, __ATOMIC_ACQUIRE))
+            return WEFT_ERR_ABORTED;
+        if (waited > limit_ns) {
+            weft_error(WEFT_SUB_IPC, "rank %d: a flush of the copies to rank %d timed out", c->comm->rank, c->peer);
+            return WEFT_ERR_TIMEOUT;
+        }
+        if (!warned && waited > WEFT_COPY_STALL_NS) {
+            weft_connection_warn_stalled(c);
+            warned = 1;
+        }
+        if (polls < 4096) {
+            sched_yield();
+        } else {
+            struct timespec ts = {0, 50000};
+            nanosleep(&ts, NULL);
+        }
+    }
 }
 
 static weft_status_t ce_update(weft_connection_t *c, weft_mem_t *dst, uint64_t dst_off, uint64_t value)
@@ -137,6 +171,14 @@ static void ce_destroy(weft_connection_t *c)
 
 static const weft_connection_ops_t ipc_copy_engine_ops = {
     .write = ce_write, .update = ce_update, .flush = ce_flush, .destroy = ce_destroy};
+
+void weft_connection_warn_stalled(weft_connection_t *c)
+{
+    weft_warn(WEFT_SUB_IPC,
+              "rank %d: copies to rank %d queued for over a second, not yet run by the GPU: a kernel waiting for "
+              "them may share their hardware work queue (see WEFT_GPU_WORK_QUEUES)",
+              c->comm->rank, c->peer);
+}
 
 int weft_connection_copies_pending(weft_connection_t *c)
 {

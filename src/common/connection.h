@@ -45,6 +45,12 @@ struct weft_connection {
  * (for reports of stalls), else 0. */
 int weft_connection_copies_pending(weft_connection_t *c);
 
+/* Copies queued this long and not yet run are reported as stalled. */
+#define WEFT_COPY_STALL_NS 1000000000ull
+
+/* Warns that @p c's copies have waited WEFT_COPY_STALL_NS without running. */
+void weft_connection_warn_stalled(weft_connection_t *c);
+
 /* connection_net.c: connects @p c (comm, peer, transport set) over its
  * network transport; both ranks of the pair call it (caller holds the
  * communicator's lock). */

@@ -50,10 +50,6 @@ struct weft_proxy {
     struct weft_proxy *next; /* in comm->proxies */
 };
 
-/* An idle proxy whose copies have sat in the GPU's queues this long warns
- * (a copy that takes a second is not a copy that is running). */
-#define PROXY_STALL_WARN_NS 1000000000ull
-
 /* Marks the step the thread enters (a string literal), for the report. */
 static void proxy_stage(weft_proxy_t *p, const char *stage, int peer)
 {
@@ -150,20 +146,19 @@ static int proxy_pending_channel(weft_proxy_t *p)
 
 /*
  * Called while idle: everything pushed has been executed, yet a copy the
- * proxy queued still has not run a second later. The usual cause is a
- * kernel that waits for that copy while the copy's stream shares its
- * hardware work queue. Warn once, long before the device timeout ends it.
+ * proxy queued still has not run a second later (a copy that takes a
+ * second is not one that is running). The usual cause is a kernel that
+ * waits for that copy while the copy's stream shares its hardware work
+ * queue. Warn once, long before the device timeout ends it. (A flush that
+ * waits on such copies warns by itself.)
  */
 static void proxy_check_stall(weft_proxy_t *p, uint64_t idle_since_ns)
 {
     int ch;
-    if (p->stall_warned || weft_now_ns() - idle_since_ns < PROXY_STALL_WARN_NS || (ch = proxy_pending_channel(p)) < 0)
+    if (p->stall_warned || weft_now_ns() - idle_since_ns < WEFT_COPY_STALL_NS || (ch = proxy_pending_channel(p)) < 0)
         return;
     p->stall_warned = 1;
-    weft_warn(WEFT_SUB_PROXY,
-              "rank %d proxy: copies to rank %d queued for over a second, not yet run by the GPU: a kernel waiting "
-              "for them may share their hardware work queue (see WEFT_GPU_WORK_QUEUES)",
-              p->comm->rank, p->chans[ch]->conn->peer);
+    weft_connection_warn_stalled(p->chans[ch]->conn);
 }
 
 static void *proxy_main(void *arg)

@@ -1,12 +1,14 @@
 /* Device waits never hang: a peer that never signals is a timeout naming
  * it; abort from another thread unblocks a waiting kernel and stops the
  * proxy within a second; a trigger the proxy cannot execute fails the
- * waiters instead of leaving them waiting. */
+ * waiters instead of leaving them waiting; a flush of copies the GPU does
+ * not run ends at its deadline or on abort. */
 #include "tap/basic.h"
 #include "tap/job.h"
 #include "tap/mesh.h"
 #include "tap/ranks.h"
 #include "weft.h"
+#include "connection.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -219,6 +221,81 @@ static int stalled_proxy(int rank, int nranks, void *arg)
     return fails;
 }
 
+/* Runs until *gate opens: stands for a kernel that holds the copies'
+ * hardware queue. */
+static void k_hold_queue(const weft_kctx_t *k, void *a)
+{
+    int *gate = *(int **)a;
+    (void)k;
+    while (!__atomic_load_n(gate, __ATOMIC_ACQUIRE))
+        usleep(1000);
+}
+
+/*
+ * The copy-engine connection (what GPU backends use), here on the host
+ * backend with its CPU access masked: its stream is made on the first copy;
+ * a flush of copies queued behind work that does not finish ends at its
+ * deadline, or on abort, instead of blocking; once the queue moves, the
+ * copies land.
+ */
+static int copy_engine_flush(int rank, int nranks, void *arg)
+{
+    weft_comm_t *comm;
+    weft_connection_t *c;
+    weft_mem_t *smem, *dmem;
+    char *src, *dst;
+    int gate = 0, *pg = &gate, fails = 0;
+    weft_gpu_launch_t hold = {.name = "hold", .host_fn = k_hold_queue, .nblocks = 1, .args = &pg, .args_size = sizeof(pg)};
+    (void)arg;
+    if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, NULL, &comm) != WEFT_OK)
+        return rank_fail("init: %s", weft_get_last_error());
+    comm->caps &= ~WEFT_CAP_CPU_ACCESS;
+    if (weft_mem_alloc(comm, 4096, (void **)&src) != WEFT_OK || weft_mem_alloc(comm, 4096, (void **)&dst) != WEFT_OK ||
+        weft_mem_register(comm, src, 4096, WEFT_TRANSPORT_IPC, &smem) != WEFT_OK ||
+        weft_mem_register(comm, dst, 4096, WEFT_TRANSPORT_IPC, &dmem) != WEFT_OK ||
+        weft_connection_create(comm, 0, WEFT_TRANSPORT_IPC, &c) != WEFT_OK)
+        return rank_fail("setup: %s", weft_get_last_error());
+    if (c->stream || c->ops->flush(c, 0) != WEFT_OK)
+        fails += rank_fail("a connection that never copied has a stream, or its flush failed");
+    memset(src, 0x5a, 4096);
+    if (c->ops->write(c, dmem, 0, smem, 0, 4096) != WEFT_OK || c->ops->flush(c, 0) != WEFT_OK || !c->stream ||
+        dst[4095] != 0x5a)
+        fails += rank_fail("the first copy: no stream made, or the bytes did not land");
+
+    rank_step("a flush of copies queued behind work that does not end (deadline 300 ms)");
+    comm->gpu->launch(comm->gctx, &hold, c->stream);
+    memset(src, 0x3c, 4096);
+    c->ops->write(c, dmem, 0, smem, 0, 4096);
+    long t0 = now_ms();
+    weft_status_t st = c->ops->flush(c, 300);
+    long ms = now_ms() - t0;
+    if (!weft_connection_copies_pending(c) || st != WEFT_ERR_TIMEOUT || ms < 290 || ms > 3000)
+        fails += rank_fail("flush behind held work: %s after %ld ms (pending %d)", weft_status_string(st), ms,
+                           weft_connection_copies_pending(c));
+    __atomic_store_n(&gate, 1, __ATOMIC_RELEASE);
+    if (c->ops->flush(c, 0) != WEFT_OK || dst[0] != 0x3c || weft_connection_copies_pending(c))
+        fails += rank_fail("once the queue moved, the copies did not land");
+
+    rank_step("a flush of held copies with abort in 300 ms");
+    __atomic_store_n(&gate, 0, __ATOMIC_RELEASE);
+    comm->gpu->launch(comm->gctx, &hold, c->stream);
+    c->ops->write(c, dmem, 0, smem, 0, 4096);
+    pthread_t t;
+    pthread_create(&t, NULL, abort_later, comm);
+    t0 = now_ms();
+    st = c->ops->flush(c, 0);
+    ms = now_ms() - t0;
+    pthread_join(t, NULL);
+    if (st != WEFT_ERR_ABORTED || ms > 2000)
+        fails += rank_fail("flush on abort: %s after %ld ms", weft_status_string(st), ms);
+    __atomic_store_n(&gate, 1, __ATOMIC_RELEASE);
+    weft_connection_destroy(c);
+    weft_mem_deregister(smem);
+    weft_mem_deregister(dmem);
+    weft_comm_destroy(comm);
+    return fails;
+}
+
 static int switch_unsupported(int rank, int nranks, void *arg)
 {
     weft_comm_t *comm;
@@ -272,7 +349,7 @@ static int host_semaphores(int rank, int nranks, void *arg)
 
 int main(void)
 {
-    plan(6);
+    plan(7);
     ok(run_ranks(2, 30000, never_signalled, NULL, NULL),
        "a wait whose peer never signals ends in WEFT_ERR_TIMEOUT naming the peer, within the deadline");
     ok(run_ranks(2, 30000, abort_kernel_and_proxy, NULL, NULL),
@@ -283,6 +360,9 @@ int main(void)
        "a flush through a proxy that never runs times out, and the proxy's state is reported");
     ok(run_ranks(2, 30000, host_semaphores, NULL, NULL),
        "host semaphores: 100 signal/wait round trips; a wait without a signal times out naming the peer");
+    ok(run_ranks(1, 30000, copy_engine_flush, NULL, NULL),
+       "copy-engine connection: a stream on the first copy; a flush behind held work ends at its deadline or on "
+       "abort, and the copies land once the queue moves");
     ok(run_ranks(1, 30000, switch_unsupported, NULL, NULL),
        "the switch channel is WEFT_ERR_UNSUPPORTED on a backend without multicast");
     return test_done();
