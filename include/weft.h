@@ -362,6 +362,24 @@ WEFT_API weft_status_t weft_launch_builtin(weft_stream_t *stream, const char *na
  */
 WEFT_API weft_status_t weft_allreduce(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
                                       weft_redop_t op, weft_comm_t *comm, weft_stream_t *stream);
+
+/** A buffer every rank of the host has mapped from every other. */
+typedef struct weft_comm_window weft_comm_window_t;
+/**
+ * Collective (every rank, in the same order): registers @p buf, @p bytes
+ * of memory from weft_mem_alloc (sizes may differ by rank), as a window.
+ * An allreduce large enough for the reduce-scatter+allgather algorithm
+ * whose input and output lie in windows on every rank (at any offsets,
+ * aligned to the element size) reads its peers' inputs and writes their
+ * outputs directly instead of staging through scratch; otherwise it
+ * stages as before. Every rank of the communicator must be on this host:
+ * WEFT_ERR_UNSUPPORTED otherwise. At most 32 windows at once.
+ */
+WEFT_API weft_status_t weft_comm_window_register(weft_comm_t *comm, void *buf, size_t bytes,
+                                                 weft_comm_window_t **win);
+/** Collective: releases a window once every collective that used it has
+ * completed on every rank (synchronize the streams first). */
+WEFT_API weft_status_t weft_comm_window_deregister(weft_comm_window_t *win);
 /** recvbuf holds nranks * sendcount elements, rank r's at r * sendcount. */
 WEFT_API weft_status_t weft_allgather(const void *sendbuf, void *recvbuf, size_t sendcount, weft_dtype_t dtype,
                                       weft_comm_t *comm, weft_stream_t *stream);

@@ -257,6 +257,7 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
     double bw_sum = 0;
     perf_point_t pts[128], ref_pts[128];
     perf_ref_t *ref = NULL;
+    weft_comm_window_t *wsend = NULL, *wrecv = NULL;
     double last_ref_us = 0, last_us = 0;
     size_t last_size = 0;
     int nsizes = 0, rc = 0, show_progress;
@@ -282,6 +283,12 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
         weft_mem_alloc(comm, alloc, (void **)&b.recv) != WEFT_OK) {
         fprintf(stderr, "rank %d: setup failed: %s\n", b.rank, weft_get_last_error());
         return 3;
+    }
+    if (o->window && (weft_comm_window_register(comm, b.send, alloc, &wsend) != WEFT_OK ||
+                      weft_comm_window_register(comm, b.recv, alloc, &wrecv) != WEFT_OK)) {
+        fprintf(stderr, "rank %d: --window: %s\n", b.rank, weft_get_last_error());
+        rc = 3;
+        goto out;
     }
     show_progress = b.rank == 0 && isatty(STDERR_FILENO);
     if (o->vs) {
@@ -312,9 +319,9 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
         weft_comm_backend(comm, &backend);
         if (o->json && !(json = fopen(o->json, o->json_append ? "a" : "w")))
             fprintf(stderr, "weft-perf: cannot write %s\n", o->json);
-        printf("# weft-perf %s: %d ranks, %s backend, type %s, op %s, root %d, %d iterations (+%d warm-up), check %s\n",
+        printf("# weft-perf %s: %d ranks, %s backend, type %s, op %s, root %d, %d iterations (+%d warm-up), check %s%s\n",
                o->name, b.nranks, backend, dtype_names[b.t], op_names[b.op], o->root, o->iters, o->warmup,
-               o->check ? "on" : "off");
+               o->check ? "on" : "off", o->window ? ", buffers in windows" : "");
         weft_coll_algorithm(comm, o->name, o->min_bytes, &algo);
         char ref_head[64] = "", ratio_head[64] = "";
         if (ref) {
@@ -451,6 +458,10 @@ out:
         ref->close(ref);
     if (json)
         fclose(json);
+    if (wrecv)
+        weft_comm_window_deregister(wrecv);
+    if (wsend)
+        weft_comm_window_deregister(wsend);
     weft_mem_free(comm, b.send);
     weft_mem_free(comm, b.recv);
     weft_stream_destroy(b.stream);

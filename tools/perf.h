@@ -36,6 +36,7 @@ typedef struct {
     const char *plot; /* --plot FILE.svg */
     unsigned transport; /* p2p: WEFT_TRANSPORT_IPC or _ETHERNET (--transport) */
     int vs;           /* --vs: PERF_VS_MPI or PERF_VS_NCCL (the same sweep through it, side by side) */
+    int window;       /* --window: the buffers are registered as collective windows (zero-copy allreduce) */
 } perf_opts_t;
 
 #define PERF_ALL (-2)

@@ -269,12 +269,13 @@ static int rerun_under_mpirun(int nranks, int argc, char **argv)
 #endif
 
 /* Long options: accepted before and after the operation. */
-enum { OPT_RANKS = 256, OPT_BACKEND, OPT_ALGO, OPT_JSON, OPT_PLOT, OPT_TRANSPORT, OPT_VS, OPT_HELP };
+enum { OPT_RANKS = 256, OPT_BACKEND, OPT_ALGO, OPT_JSON, OPT_PLOT, OPT_TRANSPORT, OPT_VS, OPT_WINDOW, OPT_HELP };
 static const struct option longopts[] = {
     {"ranks", required_argument, NULL, OPT_RANKS}, {"backend", required_argument, NULL, OPT_BACKEND},
     {"algo", required_argument, NULL, OPT_ALGO},   {"json", required_argument, NULL, OPT_JSON},
     {"plot", required_argument, NULL, OPT_PLOT},   {"transport", required_argument, NULL, OPT_TRANSPORT},
-    {"vs", required_argument, NULL, OPT_VS},       {"help", no_argument, NULL, 'h'},
+    {"vs", required_argument, NULL, OPT_VS},       {"window", no_argument, NULL, OPT_WINDOW},
+    {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}};
 
 /* 0, or the exit code after a message. */
@@ -285,6 +286,7 @@ static int long_option(int c, const char *arg, opts_t *o, weft_comm_config_t *cf
     case OPT_BACKEND: cfg->backend = arg; break;
     case OPT_ALGO: *algo = arg; break;
     case OPT_JSON: o->json = arg; break;
+    case OPT_WINDOW: o->window = 1; break;
     case OPT_PLOT: o->plot = arg; break;
     case OPT_TRANSPORT:
         if (strcmp(arg, "ipc") == 0)
@@ -345,6 +347,8 @@ static void usage(FILE *out)
             "  --backend NAME  GPU backend (host, cuda, hip)\n"
             "  --transport ipc|ethernet  p2p: the peers' link (ethernet: port channel over TCP,\n"
             "            compared with raw TCP over as many streams, WEFT_NET_SOCKETS)\n"
+            "  --window  device collectives: register the buffers as collective windows, so a large\n"
+            "            allreduce reads and writes them directly (zero-copy) instead of staging\n"
             "  --vs mpi  device collectives: the same sweep through MPI in the same job, with the\n"
             "            time ratio weft/MPI per size (host backend; builds with MPI; with --ranks N\n"
             "            weft-perf starts itself under mpirun -np N)\n"
@@ -367,7 +371,7 @@ int main(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "+b:e:f:i:n:w:c:r:d:o:h", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_RANKS: case OPT_BACKEND: case OPT_ALGO: case OPT_JSON: case OPT_PLOT: case OPT_TRANSPORT:
-        case OPT_VS:
+        case OPT_VS: case OPT_WINDOW:
             if ((rc = long_option(c, optarg, &o, &cfg, &nranks, &algo)) != 0)
                 return rc;
             break;
@@ -416,7 +420,7 @@ int main(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "b:e:f:i:n:w:c:r:d:o:R:z:", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_RANKS: case OPT_BACKEND: case OPT_ALGO: case OPT_JSON: case OPT_PLOT: case OPT_TRANSPORT:
-        case OPT_VS:
+        case OPT_VS: case OPT_WINDOW:
             if ((rc = long_option(c, optarg, &o, &cfg, &nranks, &algo)) != 0)
                 return rc;
             break;

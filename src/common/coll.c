@@ -181,6 +181,7 @@ struct weft_coll_ctx {
     unsigned team_blocks;                /* most blocks of a team-per-block launch (one per 64 KiB of message) */
     int team_forced;                     /* WEFT_COLL_BLOCKS: that many, whatever the size */
     size_t bsync_off;                    /* their sync area in the packet buffer */
+    size_t winfo_off;                    /* the per-block window rows (weft_coll_zc_publish) */
     uint64_t packet_calls;
     int mesh;                            /* the memory channels above exist */
     struct weft_coll_ring *ring;         /* set up by the first ring algorithm */
@@ -267,7 +268,7 @@ void weft_coll_ctx_destroy(weft_comm_t *comm)
     comm->coll = NULL;
 }
 
-static weft_status_t exchange(weft_comm_t *comm, weft_mem_t *local, weft_mem_t **remote)
+weft_status_t weft_coll_exchange(weft_comm_t *comm, weft_mem_t *local, weft_mem_t **remote)
 {
     weft_mem_handle_t *h = calloc((size_t)comm->nranks, sizeof(*h));
     weft_status_t status = h ? weft_mem_serialize(local, &h[comm->rank]) : WEFT_ERR_NO_MEMORY;
@@ -427,6 +428,9 @@ static weft_status_t coll_setup(weft_comm_t *comm)
     /* then the per-block barrier words (collectives.h, weft_coll_bsync) */
     x->bsync_off = x->pkt_bytes;
     x->pkt_bytes += (size_t)WEFT_COLL_MAX_TEAMS * (size_t)(n + 1) * sizeof(uint64_t);
+    /* then a row of 4 words per block for the zero-copy agreement */
+    x->winfo_off = x->pkt_bytes;
+    x->pkt_bytes += (size_t)WEFT_COLL_MAX_TEAMS * 4 * sizeof(uint64_t);
     x->rscratch = calloc((size_t)n, sizeof(*x->rscratch));
     x->rpkt = calloc((size_t)n, sizeof(*x->rpkt));
     x->conn = calloc((size_t)n, sizeof(*x->conn));
@@ -447,8 +451,8 @@ static weft_status_t coll_setup(weft_comm_t *comm)
     if ((status = weft_mem_alloc_flags(comm, x->pkt_bytes, WEFT_GPU_MEM_SYNC, (void **)&x->pkt)) != WEFT_OK ||
         (status = weft_mem_register(comm, x->scratch, x->scratch_bytes, WEFT_TRANSPORT_IPC, &x->scratch_mem)) ||
         (status = weft_mem_register(comm, x->pkt, x->pkt_bytes, WEFT_TRANSPORT_IPC, &x->pkt_mem)) ||
-        (status = exchange(comm, x->scratch_mem, x->rscratch)) != WEFT_OK ||
-        (status = exchange(comm, x->pkt_mem, x->rpkt)) != WEFT_OK)
+        (status = weft_coll_exchange(comm, x->scratch_mem, x->rscratch)) != WEFT_OK ||
+        (status = weft_coll_exchange(comm, x->pkt_mem, x->rpkt)) != WEFT_OK)
         goto err;
     for (int p = 0; p < n; p++) {
         if (p == comm->rank)
@@ -644,6 +648,14 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
     a.ctl = comm->ctl_dev;
     a.gbar = (uint64_t *)comm->coll->gbar.ptr;
     a.sc = (const weft_switch_channel_dev_t *)comm->coll->sc_handle.ptr;
+    a.win = weft_window_table(comm);
+    a.winfo_off = comm->coll->winfo_off;
+    a.in_win = a.out_win = -1;
+    if (c->coll == WEFT_COLL_ALLREDUCE && a.win && (uintptr_t)c->in % weft_dtype_size((weft_dtype_t)c->dtype) == 0 &&
+        (uintptr_t)c->out % weft_dtype_size((weft_dtype_t)c->dtype) == 0) {
+        a.in_win = weft_window_find(comm, c->in, bytes, &a.in_off);
+        a.out_win = weft_window_find(comm, c->out, bytes, &a.out_off);
+    }
     if (comm->coll->ring) {
         a.pc = (weft_port_channel_dev_t *)comm->coll->ring->handles.ptr;
         a.ring_slot = comm->coll->ring->slot;

@@ -322,6 +322,7 @@ weft_status_t weft_comm_destroy(weft_comm_t *comm)
         return WEFT_ERR_INVALID_ARGUMENT;
     weft_p2p_ctx_destroy(comm);
     weft_coll_ctx_destroy(comm);
+    weft_window_set_destroy(comm);
     pthread_mutex_lock(&comm->lock);
     while (comm->allocs) {
         weft_alloc_rec_t *a = comm->allocs;

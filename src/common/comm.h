@@ -53,6 +53,7 @@ struct weft_comm {
     uint64_t *pair_seq;    /* per peer: pairwise setups done (tags) */
     struct weft_coll_ctx *coll; /* collectives' channels, set up on first use */
     struct weft_p2p_ctx *p2p;   /* send/recv links (coll_p2p.c), set up on first use */
+    struct weft_window_set *windows; /* registered collective windows (coll_window.c) */
     pthread_mutex_t proxy_lock; /* guards proxies */
     struct weft_proxy *proxies; /* this communicator's proxies, for diagnostics */
     weft_comm_net_t *net[WEFT_NET_COUNT]; /* guarded by lock */
@@ -65,6 +66,15 @@ struct weft_stream {
 
 void weft_coll_ctx_destroy(weft_comm_t *comm);
 void weft_p2p_ctx_destroy(weft_comm_t *comm);
+/* Collective: serializes @p local, gathers every rank's, imports the
+ * peers' into remote[p] (remote[rank] untouched). */
+weft_status_t weft_coll_exchange(weft_comm_t *comm, weft_mem_t *local, weft_mem_t **remote);
+/* coll_window.c: the slot of the window holding [ptr, ptr + bytes) and the
+ * offset there (*off), or -1; the device table of windows (NULL: none yet);
+ * releasing every window at communicator destruction. */
+int weft_window_find(const weft_comm_t *comm, const void *ptr, size_t bytes, uint64_t *off);
+char *const *weft_window_table(const weft_comm_t *comm);
+void weft_window_set_destroy(weft_comm_t *comm);
 /* Copies @p bytes from the host to device-visible memory (synchronously). */
 weft_status_t weft_comm_to_device(weft_comm_t *comm, void *dst, const void *src, size_t bytes);
 /* The transport to reach @p peer: IPC on this host, else the network's. */

@@ -75,7 +75,15 @@ typedef struct {
     uint32_t bsync_stride;               /* words per block in the per-block sync area: nranks + 1 */
     uint64_t bsync_off;                  /* byte offset of that area in every rank's packet buffer */
     const weft_switch_channel_dev_t *sc; /* the switch channel's handle (coll_switch.h), device memory */
+    /* Windows (weft_comm_window_register), for the zero-copy allreduce */
+    char *const *win;  /* [WEFT_COLL_MAX_WINDOWS * nranks]: slot w's buffer of rank p, mapped here */
+    int32_t in_win, out_win; /* this rank's input and output window slots, -1: not in a window */
+    uint64_t in_off, out_off; /* their offsets in those windows */
+    uint64_t winfo_off;       /* per-block rows of 4 words in every rank's packet buffer (weft_coll_zc_agree) */
 } weft_coll_args_t;
+
+/* Most windows a communicator has registered at once. */
+#define WEFT_COLL_MAX_WINDOWS 32
 
 /* Upper bound of blocks per launch for the team-per-block bodies (the
  * per-block sync area has this many rows). */
@@ -308,9 +316,38 @@ WEFT_DEVICE void weft_coll_range(const weft_kctx_t *k, const weft_coll_args_t *a
  * n - 1 times). The rank order makes the result the same whichever rank
  * computes it. More than WEFT_COLL_MAX_FAN ranks: pass by pass.
  */
-WEFT_DEVICE void weft_coll_reduce_all(const weft_kctx_t *k, weft_coll_args_t *a, char *dst, uint64_t off, uint64_t n)
+/* dst[i] = the reduction of src[0][i] .. src[nranks - 1][i] in rank order,
+ * i < n, then AVG's division; nranks <= WEFT_COLL_MAX_FAN, every pointer
+ * aligned to the element size. */
+WEFT_DEVICE void weft_coll_reduce_from(const weft_kctx_t *k, weft_coll_args_t *a, char *dst, const char *const *src,
+                                       uint64_t n)
 {
     size_t es = weft_dtype_size((weft_dtype_t)a->dtype), tid = weft_coll_tid(k, a), nt = weft_coll_nt(k, a);
+    switch (a->dtype) {
+    case WEFT_FLOAT32: WEFT_COLL_FAN_OPS(float); break;
+    case WEFT_FLOAT64: WEFT_COLL_FAN_OPS(double); break;
+    case WEFT_UINT32: WEFT_COLL_FAN_OPS(uint32_t); break;
+    case WEFT_UINT64: WEFT_COLL_FAN_OPS(uint64_t); break;
+    default: break;
+    }
+    /* the other types and ops, element by element: the same thread owns
+     * element i throughout, so no team barrier between the ranks' terms;
+     * the sum builds in a register, as dst may be one of the sources (the
+     * zero-copy allreduce in place) */
+    for (uint64_t i = tid; i < n; i += nt) {
+        uint64_t acc[2];
+        weft_copy(acc, src[0] + i * es, es, 0, 1);
+        for (int p = 1; p < a->nranks; p++)
+            weft_reduce_elem((weft_dtype_t)a->dtype, (weft_redop_t)a->op, acc, src[p] + i * es);
+        weft_copy(dst + i * es, acc, es, 0, 1);
+    }
+avg:
+    weft_coll_finish_avg(k, a, dst, n);
+}
+
+WEFT_DEVICE void weft_coll_reduce_all(const weft_kctx_t *k, weft_coll_args_t *a, char *dst, uint64_t off, uint64_t n)
+{
+    size_t es = weft_dtype_size((weft_dtype_t)a->dtype);
     const char *src[WEFT_COLL_MAX_FAN];
     if (a->nranks > WEFT_COLL_MAX_FAN) {
         weft_coll_copy(k, a, dst, weft_coll_peer_scratch(k, a, 0) + off, n * es);
@@ -324,22 +361,7 @@ WEFT_DEVICE void weft_coll_reduce_all(const weft_kctx_t *k, weft_coll_args_t *a,
     }
     for (int p = 0; p < a->nranks; p++)
         src[p] = weft_coll_peer_scratch(k, a, p) + off;
-    switch (a->dtype) {
-    case WEFT_FLOAT32: WEFT_COLL_FAN_OPS(float); break;
-    case WEFT_FLOAT64: WEFT_COLL_FAN_OPS(double); break;
-    case WEFT_UINT32: WEFT_COLL_FAN_OPS(uint32_t); break;
-    case WEFT_UINT64: WEFT_COLL_FAN_OPS(uint64_t); break;
-    default: break;
-    }
-    /* the other types and ops, element by element: the same thread owns
-     * element i throughout, so no team barrier between the ranks' terms */
-    for (uint64_t i = tid; i < n; i += nt) {
-        weft_copy(dst + i * es, src[0] + i * es, es, 0, 1);
-        for (int p = 1; p < a->nranks; p++)
-            weft_reduce_elem((weft_dtype_t)a->dtype, (weft_redop_t)a->op, dst + i * es, src[p] + i * es);
-    }
-avg:
-    weft_coll_finish_avg(k, a, dst, n);
+    weft_coll_reduce_from(k, a, dst, src, n);
 }
 
 /* Largest chunk, in elements, when @p per_chunk_copies copies of it must
@@ -445,19 +467,125 @@ WEFT_DEVICE void weft_coll_allreduce_packet2(const weft_kctx_t *k, void *args)
     }
 }
 
-/* Reduce-scatter then allgather, chunk by chunk, reading peers' scratch. */
+/*
+ * Zero-copy agreement. Each team publishes, in its row of its own packet
+ * buffer, whether this rank's input and output lie in windows (slot + 1;
+ * 0: not) and at which offsets; the first barrier orders the row before
+ * the peers read it, so every rank then sees the same rows and takes the
+ * same path. The next call rewrites the row only after this call's last
+ * barrier, which every peer passes after reading it. Returns 1 if this
+ * rank published windows.
+ */
+WEFT_DEVICE int weft_coll_zc_publish(const weft_kctx_t *k, const weft_coll_args_t *a)
+{
+    int mine = a->win && a->in_win >= 0 && a->out_win >= 0 && a->nranks <= WEFT_COLL_MAX_FAN;
+    if (k->thread == 0) {
+        uint64_t *row = (uint64_t *)(a->pkt + a->winfo_off) + 4 * (uint64_t)k->block;
+        weft_store_relaxed_u64(&row[0], mine ? (uint64_t)a->in_win + 1 : 0);
+        weft_store_relaxed_u64(&row[1], a->in_off);
+        weft_store_relaxed_u64(&row[2], mine ? (uint64_t)a->out_win + 1 : 0);
+        weft_store_relaxed_u64(&row[3], a->out_off);
+    }
+    return mine;
+}
+
+/* After the first barrier: 1 if every rank published windows, with
+ * in[p] and out[p] each rank's input and output as mapped here; *any: some
+ * rank did. */
+WEFT_DEVICE int weft_coll_zc_agree(const weft_kctx_t *k, const weft_coll_args_t *a, const char **in, char **out,
+                                   int *any)
+{
+    int all = 1;
+    *any = 0;
+    for (int p = 0; p < a->nranks; p++) {
+        char *base = p == a->rank ? a->pkt : (char *)a->chp[p].dst;
+        uint64_t *row = (uint64_t *)(base + a->winfo_off) + 4 * (uint64_t)k->block;
+        uint64_t iw = weft_load_relaxed_u64(&row[0]), ow = weft_load_relaxed_u64(&row[2]);
+        *any |= iw != 0;
+        if (iw == 0 || ow == 0 || iw > WEFT_COLL_MAX_WINDOWS || ow > WEFT_COLL_MAX_WINDOWS) {
+            all = 0;
+            continue;
+        }
+        if (p < WEFT_COLL_MAX_FAN) {
+            in[p] = a->win[(iw - 1) * (uint64_t)a->nranks + (uint64_t)p] + weft_load_relaxed_u64(&row[1]);
+            out[p] = a->win[(ow - 1) * (uint64_t)a->nranks + (uint64_t)p] + weft_load_relaxed_u64(&row[3]);
+        }
+    }
+    return all && a->nranks <= WEFT_COLL_MAX_FAN;
+}
+
+/* Elements of one zero-copy step: a team reduces its rank's part of this
+ * many, then copies it to every peer. */
+#define WEFT_COLL_ZC_STEP_BYTES (1u << 20)
+
+/*
+ * The zero-copy allreduce of this team's elements [first, end): step by
+ * step, rank r reduces the r-th part of the step from every rank's input
+ * (in rank order) into its own output, then copies that part into every
+ * peer's output. Each part has one reader and writer, so in place is safe:
+ * a part is read before it is written. The last barrier keeps every
+ * buffer in use until every rank is done with it.
+ */
+WEFT_DEVICE int weft_coll_allreduce_zc(const weft_kctx_t *k, weft_coll_args_t *a, const char *const *in,
+                                       char *const *out, uint64_t first, uint64_t end)
+{
+    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), step = WEFT_COLL_ZC_STEP_BYTES / es;
+    const char *src[WEFT_COLL_MAX_FAN];
+    for (uint64_t e0 = first; e0 < end; e0 += step) {
+        uint64_t ce = end - e0 < step ? end - e0 : step;
+        uint64_t lo = e0 + ce * (uint64_t)a->rank / (uint64_t)a->nranks;
+        uint64_t hi = e0 + ce * (uint64_t)(a->rank + 1) / (uint64_t)a->nranks;
+        char *mine = out[a->rank] + lo * es;
+        for (int p = 0; p < a->nranks; p++)
+            src[p] = in[p] + lo * es;
+        weft_coll_reduce_from(k, a, mine, src, hi - lo);
+        weft_coll_sync(k, a);
+        for (int q = 0; q < a->nranks; q++)
+            if (q != a->rank)
+                weft_coll_copy(k, a, out[q] + lo * es, mine, (hi - lo) * es);
+    }
+    return weft_coll_barrier(k, a);
+}
+
+/*
+ * Reduce-scatter then allgather, chunk by chunk, reading peers' scratch;
+ * or, where every rank's buffers lie in windows, zero-copy (above). The
+ * first chunk's barrier is also the agreement: ranks with windows skip
+ * the first staging, and if not all ranks have them, stage then and meet
+ * once more, so every rank passes the same barriers.
+ */
 WEFT_DEVICE void weft_coll_allreduce_rsag(const weft_kctx_t *k, void *args)
 {
     weft_coll_args_t *a = (weft_coll_args_t *)args;
     uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), chunk = weft_coll_chunk(k, a, 1), first, end;
     char *in = weft_coll_peer_scratch(k, a, a->rank), *out = in + a->scratch_half;
+    int windows;
     weft_coll_range(k, a, a->count, &first, &end);
+    if (first >= end)
+        return;
+    windows = weft_coll_zc_publish(k, a);
     for (uint64_t e0 = first; e0 < end; e0 += chunk) {
         uint64_t ce = end - e0 < chunk ? end - e0 : chunk;
         uint64_t lo = ce * (uint64_t)a->rank / (uint64_t)a->nranks, hi = ce * (uint64_t)(a->rank + 1) / (uint64_t)a->nranks;
-        weft_coll_copy(k, a, in, a->in + e0 * es, ce * es);
+        if (e0 != first || !windows)
+            weft_coll_copy(k, a, in, a->in + e0 * es, ce * es);
         if (weft_coll_barrier(k, a))
             return;
+        if (e0 == first) {
+            const char *zin[WEFT_COLL_MAX_FAN];
+            char *zout[WEFT_COLL_MAX_FAN];
+            int any;
+            if (weft_coll_zc_agree(k, a, zin, zout, &any)) {
+                weft_coll_allreduce_zc(k, a, zin, zout, first, end);
+                return;
+            }
+            if (any) {
+                if (windows)
+                    weft_coll_copy(k, a, in, a->in + e0 * es, ce * es);
+                if (weft_coll_barrier(k, a))
+                    return;
+            }
+        }
         weft_coll_reduce_all(k, a, out + lo * es, lo * es, hi - lo);
         if (weft_coll_barrier(k, a))
             return;

@@ -153,9 +153,67 @@ static int absent_rank(int rank, int nranks, void *arg)
     return fails;
 }
 
+/* Windows: bad arguments refused with nothing exchanged; a rank whose
+ * buffer cannot be registered fails every rank's call, naming it, at once;
+ * then windows work, in place and not. */
+static int windows(int rank, int nranks, void *arg)
+{
+    weft_comm_t *comm;
+    weft_stream_t *s;
+    weft_comm_window_t *w = NULL, *w2 = NULL;
+    const weft_status_t INV = WEFT_ERR_INVALID_ARGUMENT;
+    const size_t n = 100000;
+    float *d, *r, *h = malloc(n * sizeof(float));
+    int fails = 0;
+    (void)arg;
+    if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, NULL, &comm) != WEFT_OK ||
+        weft_stream_create(comm, &s) != WEFT_OK || weft_mem_alloc(comm, n * sizeof(float), (void **)&d) != WEFT_OK ||
+        weft_mem_alloc(comm, n * sizeof(float), (void **)&r) != WEFT_OK || !h)
+        return rank_fail("init: %s", weft_get_last_error());
+    EXPECT(weft_comm_window_register(NULL, d, 64, &w), INV, "window of no communicator");
+    EXPECT(weft_comm_window_register(comm, NULL, 64, &w), INV, "window of no buffer");
+    EXPECT(weft_comm_window_register(comm, d, 0, &w), INV, "window of 0 bytes");
+    EXPECT(weft_comm_window_register(comm, d, 64, NULL), INV, "window with nowhere to put it");
+    EXPECT(weft_comm_window_deregister(NULL), INV, "deregistering no window");
+    if (w)
+        fails += rank_fail("a refused registration returned a window");
+    /* rank 1 passes memory it did not get from weft_mem_alloc */
+    time_t t0 = time(NULL);
+    weft_status_t st = weft_comm_window_register(comm, rank == 1 ? (void *)h : (void *)d, 64, &w);
+    if (st != (rank == 1 ? INV : WEFT_ERR_REMOTE) || w || time(NULL) - t0 > 5 ||
+        (rank == 0 && !strstr(weft_get_last_error(), "rank 1")))
+        fails += rank_fail("unregistrable buffer on rank 1: %s (%s)", weft_status_string(st), weft_get_last_error());
+    /* a working pair of windows, the output at a different offset on each rank */
+    EXPECT(weft_comm_window_register(comm, d, n * sizeof(float), &w), WEFT_OK, "window of the input");
+    EXPECT(weft_comm_window_register(comm, r, n * sizeof(float), &w2), WEFT_OK, "window of the output");
+    size_t m = n - 2;
+    for (int inplace = 0; inplace < 2; inplace++) {
+        float *out = inplace ? d : r + 2 * rank;
+        for (size_t i = 0; i < m; i++)
+            h[i] = (float)(rank + i % 1000);
+        memcpy(d, h, m * sizeof(float)); /* host backend: device memory is host memory */
+        EXPECT(weft_allreduce(d, out, m, WEFT_FLOAT32, WEFT_SUM, comm, s), WEFT_OK, "allreduce in windows");
+        EXPECT(weft_stream_synchronize(s), WEFT_OK, "synchronize");
+        memcpy(h, out, m * sizeof(float));
+        for (size_t i = 0; i < m; i++)
+            if (h[i] != (float)(nranks * (i % 1000) + nranks * (nranks - 1) / 2)) {
+                fails += rank_fail("%s: element %zu is %g", inplace ? "in place" : "out of place", i, h[i]);
+                break;
+            }
+    }
+    EXPECT(weft_comm_window_deregister(w2), WEFT_OK, "deregister the output's window");
+    EXPECT(weft_comm_window_deregister(w), WEFT_OK, "deregister the input's window");
+    weft_mem_free(comm, d);
+    weft_mem_free(comm, r);
+    free(h);
+    weft_stream_destroy(s);
+    weft_comm_destroy(comm);
+    return fails;
+}
+
 int main(void)
 {
-    plan(4);
+    plan(5);
     setenv("WEFT_CHECK_ARGS", "1", 1);
     ok(run_ranks(2, 30000, bad_input, NULL, NULL),
        "NULL buffers, unknown types and ops, overflows, bad roots: refused, nothing queued, still usable");
@@ -163,5 +221,8 @@ int main(void)
     ok(run_ranks(2, 30000, after_abort, NULL, NULL), "calls after abort fail with WEFT_ERR_ABORTED");
     ok(run_ranks(3, 30000, absent_rank, NULL, NULL),
        "a rank that never joins: a large allreduce (per-block teams) ends in WEFT_ERR_TIMEOUT naming it, in bounded time");
+    ok(run_ranks(2, 30000, windows, NULL, NULL),
+       "windows: bad arguments refused; an unregistrable buffer on one rank fails all, naming it; then allreduce in "
+       "windows in place and not");
     return test_done();
 }

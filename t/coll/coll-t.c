@@ -141,11 +141,22 @@ static void run_case(ctx_t *c, weft_dtype_t t, weft_redop_t op, uint64_t n, int 
     }
 }
 
+/* rank_main's argument: NULL, the full sweep; QUICK, the largest count in
+ * two types only; WINDOWS, quick, with buffers from weft_mem_alloc at a
+ * different (aligned) offset on every rank, registered as windows on every
+ * rank (the zero-copy allreduce), or with WINDOWS_BUT_LAST on all but the
+ * last (every rank must then stage) */
+#define QUICK ((void *)1)
+#define WINDOWS ((void *)2)
+#define WINDOWS_BUT_LAST ((void *)3)
+
 static int rank_main(int rank, int nranks, void *arg)
 {
     ctx_t c;
     size_t max = 8 * nranks * counts[NCOUNTS - 1] + 64;
-    int quick = arg != NULL;
+    int quick = arg != NULL, windows = arg == WINDOWS || arg == WINDOWS_BUT_LAST;
+    weft_comm_window_t *wa = NULL, *wb = NULL;
+    unsigned char *da = NULL, *db = NULL;
     memset(&c, 0, sizeof(c));
     c.rank = rank;
     c.nranks = nranks;
@@ -165,6 +176,20 @@ static int rank_main(int rank, int nranks, void *arg)
     unsigned char *a = malloc(max + 1), *b = malloc(max + 1);
     c.a = a + 1;
     c.b = b + 1;
+    if (windows) {
+        int mine = arg == WINDOWS || rank != nranks - 1;
+        if (weft_mem_alloc(c.comm, max + 64, (void **)&da) != WEFT_OK ||
+            weft_mem_alloc(c.comm, max + 64, (void **)&db) != WEFT_OK)
+            return rank_fail("window buffers: %s", weft_get_last_error());
+        /* every rank registers (collective); the last one, in the second
+         * variant, a buffer it never passes, so its calls are not in windows */
+        if (weft_comm_window_register(c.comm, mine ? da : db, max + 64, &wa) != WEFT_OK ||
+            (mine && weft_comm_window_register(c.comm, db, max + 64, &wb) != WEFT_OK) ||
+            (!mine && weft_comm_window_register(c.comm, da + 4096, 64, &wb) != WEFT_OK))
+            return rank_fail("window registration: %s", weft_get_last_error());
+        c.a = da + 8 * (size_t)rank;
+        c.b = db + 8 * (size_t)rank;
+    }
     for (int t = 0; t < WEFT_DTYPE_COUNT && !c.fails; t++)
         for (int op = 0; op < WEFT_REDOP_COUNT && !c.fails; op++)
             for (size_t k = 0; k < NCOUNTS && !c.fails; k++)
@@ -177,6 +202,12 @@ static int rank_main(int rank, int nranks, void *arg)
                 }
     if (!c.fails && !sync_ok(&c, weft_barrier(c.comm, c.stream), "barrier"))
         c.fails++;
+    if (wa && (weft_comm_window_deregister(wb) != WEFT_OK || weft_comm_window_deregister(wa) != WEFT_OK))
+        c.fails += rank_fail("window deregistration: %s", weft_get_last_error());
+    if (da) {
+        weft_mem_free(c.comm, da);
+        weft_mem_free(c.comm, db);
+    }
     weft_stream_destroy(c.stream);
     weft_comm_destroy(c.comm);
     free(a);
@@ -190,7 +221,7 @@ int main(void)
     /* small scratch and packet limits: many chunks, both allreduce algorithms */
     setenv("WEFT_COLL_SCRATCH_BYTES", "65536", 1);
     setenv("WEFT_COLL_PACKET_MAX_BYTES", "2048", 1);
-    plan(14);
+    plan(17);
     for (size_t i = 0; i < sizeof(nr) / sizeof(nr[0]); i++)
         ok(run_ranks(nr[i], 300000, rank_main, nr[i] == 8 ? (void *)1 : NULL, NULL),
            "%d ranks: allreduce, reduce-scatter, allgather, broadcast, reduce, alltoall x 12 types x 5 ops, "
@@ -204,6 +235,17 @@ int main(void)
     ok(run_ranks(3, 300000, rank_main, (void *)1, NULL), "3 ranks with 3 blocks per launch: the same sweep");
     setenv("WEFT_COLL_BLOCKS", "5", 1);
     ok(run_ranks(4, 300000, rank_main, (void *)1, NULL), "4 ranks with 5 blocks per launch: the same sweep");
+    /* buffers in windows: the zero-copy allreduce (each rank reduces its
+     * part from every input and writes it into every output), with one
+     * block and with three; and windows on all but one rank, where every
+     * rank must stage after the first barrier's agreement */
+    setenv("WEFT_COLL_BLOCKS", "1", 1);
+    ok(run_ranks(4, 300000, rank_main, WINDOWS, NULL),
+       "4 ranks, buffers in windows at different offsets (zero-copy allreduce): the same sweep");
+    setenv("WEFT_COLL_BLOCKS", "3", 1);
+    ok(run_ranks(3, 300000, rank_main, WINDOWS, NULL), "3 ranks with 3 blocks, buffers in windows: the same sweep");
+    ok(run_ranks(3, 300000, rank_main, WINDOWS_BUT_LAST, NULL),
+       "3 ranks with 3 blocks, windows on all but the last rank (every rank stages): the same sweep");
     /* the ring algorithms (port channels; what ranks on several hosts use),
      * here over IPC: 2 ranks (next is prev) and 3 */
     setenv("WEFT_COLL_BLOCKS", "1", 1);
