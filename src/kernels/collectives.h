@@ -335,11 +335,13 @@ WEFT_DEVICE void weft_coll_reduce_from(const weft_kctx_t *k, weft_coll_args_t *a
      * the sum builds in a register, as dst may be one of the sources (the
      * zero-copy allreduce in place) */
     for (uint64_t i = tid; i < n; i += nt) {
-        uint64_t acc[2];
-        weft_copy(acc, src[0] + i * es, es, 0, 1);
+        uint64_t acc = 0; /* es <= 8 */
+        for (size_t j = 0; j < es && j < sizeof(acc); j++)
+            ((char *)&acc)[j] = src[0][i * es + j];
         for (int p = 1; p < a->nranks; p++)
-            weft_reduce_elem((weft_dtype_t)a->dtype, (weft_redop_t)a->op, acc, src[p] + i * es);
-        weft_copy(dst + i * es, acc, es, 0, 1);
+            weft_reduce_elem((weft_dtype_t)a->dtype, (weft_redop_t)a->op, &acc, src[p] + i * es);
+        for (size_t j = 0; j < es && j < sizeof(acc); j++)
+            dst[i * es + j] = ((char *)&acc)[j];
     }
 avg:
     weft_coll_finish_avg(k, a, dst, n);
