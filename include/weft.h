@@ -368,12 +368,13 @@ typedef struct weft_comm_window weft_comm_window_t;
 /**
  * Collective (every rank, in the same order): registers @p buf, @p bytes
  * of memory from weft_mem_alloc (sizes may differ by rank), as a window.
- * An allreduce large enough for the reduce-scatter+allgather algorithm
- * whose input and output lie in windows on every rank (at any offsets,
- * aligned to the element size) reads its peers' inputs and writes their
- * outputs directly instead of staging through scratch; otherwise it
- * stages as before. Every rank of the communicator must be on this host:
- * WEFT_ERR_UNSUPPORTED otherwise. At most 32 windows at once.
+ * Where every rank's buffers lie in windows (at any offsets, aligned to
+ * the element size), the large-message algorithms skip scratch: an
+ * allreduce by reduce-scatter+allgather (input and output in windows)
+ * reads its peers' inputs and writes their outputs; allgather and
+ * reduce-scatter (input in a window) read the peers' inputs. Otherwise
+ * they stage as before. Every rank of the communicator must be on this
+ * host: WEFT_ERR_UNSUPPORTED otherwise. At most 32 windows at once.
  */
 WEFT_API weft_status_t weft_comm_window_register(weft_comm_t *comm, void *buf, size_t bytes,
                                                  weft_comm_window_t **win);

@@ -651,10 +651,15 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
     a.win = weft_window_table(comm);
     a.winfo_off = comm->coll->winfo_off;
     a.in_win = a.out_win = -1;
-    if (c->coll == WEFT_COLL_ALLREDUCE && a.win && (uintptr_t)c->in % weft_dtype_size((weft_dtype_t)c->dtype) == 0 &&
+    /* Buffers in windows (the zero-copy bodies; aligned for their typed
+     * loops): allreduce reads peers' inputs and writes their outputs,
+     * allgather and reduce-scatter read peers' inputs. */
+    if ((c->coll == WEFT_COLL_ALLREDUCE || c->coll == WEFT_COLL_ALLGATHER || c->coll == WEFT_COLL_REDUCE_SCATTER) &&
+        a.win && (uintptr_t)c->in % weft_dtype_size((weft_dtype_t)c->dtype) == 0 &&
         (uintptr_t)c->out % weft_dtype_size((weft_dtype_t)c->dtype) == 0) {
-        a.in_win = weft_window_find(comm, c->in, bytes, &a.in_off);
-        a.out_win = weft_window_find(comm, c->out, bytes, &a.out_off);
+        a.in_win = weft_window_find(comm, c->in, c->coll == WEFT_COLL_REDUCE_SCATTER ? total : bytes, &a.in_off);
+        if (c->coll == WEFT_COLL_ALLREDUCE)
+            a.out_win = weft_window_find(comm, c->out, bytes, &a.out_off);
     }
     if (comm->coll->ring) {
         a.pc = (weft_port_channel_dev_t *)comm->coll->ring->handles.ptr;

@@ -1,8 +1,9 @@
 /*
  * Collective windows: user buffers that every rank of the host has mapped
  * from every other, so that the large-message allreduce reads its peers'
- * inputs and writes their outputs in place of staging through scratch
- * (weft_coll_allreduce_zc in src/kernels/collectives.h).
+ * inputs and writes their outputs, and allgather and reduce-scatter read
+ * their peers' inputs, in place of staging through scratch
+ * (weft_coll_zc_* in src/kernels/collectives.h).
  *
  * Registration is collective and in the same order on every rank: the k-th
  * window of every rank takes the same slot, and the device table holds,

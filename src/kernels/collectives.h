@@ -475,27 +475,28 @@ WEFT_DEVICE void weft_coll_allreduce_packet2(const weft_kctx_t *k, void *args)
  * 0: not) and at which offsets; the first barrier orders the row before
  * the peers read it, so every rank then sees the same rows and takes the
  * same path. The next call rewrites the row only after this call's last
- * barrier, which every peer passes after reading it. Returns 1 if this
- * rank published windows.
+ * barrier, which every peer passes after reading it. @p need_out: the
+ * body writes peers' outputs (allreduce), not only reads their inputs.
+ * Returns 1 if this rank published windows.
  */
-WEFT_DEVICE int weft_coll_zc_publish(const weft_kctx_t *k, const weft_coll_args_t *a)
+WEFT_DEVICE int weft_coll_zc_publish(const weft_kctx_t *k, const weft_coll_args_t *a, int need_out)
 {
-    int mine = a->win && a->in_win >= 0 && a->out_win >= 0 && a->nranks <= WEFT_COLL_MAX_FAN;
+    int mine = a->win && a->in_win >= 0 && (!need_out || a->out_win >= 0) && a->nranks <= WEFT_COLL_MAX_FAN;
     if (k->thread == 0) {
         uint64_t *row = (uint64_t *)(a->pkt + a->winfo_off) + 4 * (uint64_t)k->block;
         weft_store_relaxed_u64(&row[0], mine ? (uint64_t)a->in_win + 1 : 0);
         weft_store_relaxed_u64(&row[1], a->in_off);
-        weft_store_relaxed_u64(&row[2], mine ? (uint64_t)a->out_win + 1 : 0);
+        weft_store_relaxed_u64(&row[2], mine && a->out_win >= 0 ? (uint64_t)a->out_win + 1 : 0);
         weft_store_relaxed_u64(&row[3], a->out_off);
     }
     return mine;
 }
 
 /* After the first barrier: 1 if every rank published windows, with
- * in[p] and out[p] each rank's input and output as mapped here; *any: some
- * rank did. */
+ * in[p] and (@p need_out) out[p] each rank's input and output as mapped
+ * here; *any: some rank did. */
 WEFT_DEVICE int weft_coll_zc_agree(const weft_kctx_t *k, const weft_coll_args_t *a, const char **in, char **out,
-                                   int *any)
+                                   int *any, int need_out)
 {
     int all = 1;
     *any = 0;
@@ -504,16 +505,34 @@ WEFT_DEVICE int weft_coll_zc_agree(const weft_kctx_t *k, const weft_coll_args_t 
         uint64_t *row = (uint64_t *)(base + a->winfo_off) + 4 * (uint64_t)k->block;
         uint64_t iw = weft_load_relaxed_u64(&row[0]), ow = weft_load_relaxed_u64(&row[2]);
         *any |= iw != 0;
-        if (iw == 0 || ow == 0 || iw > WEFT_COLL_MAX_WINDOWS || ow > WEFT_COLL_MAX_WINDOWS) {
+        if (iw == 0 || (need_out && ow == 0) || iw > WEFT_COLL_MAX_WINDOWS || ow > WEFT_COLL_MAX_WINDOWS) {
             all = 0;
             continue;
         }
         if (p < WEFT_COLL_MAX_FAN) {
             in[p] = a->win[(iw - 1) * (uint64_t)a->nranks + (uint64_t)p] + weft_load_relaxed_u64(&row[1]);
-            out[p] = a->win[(ow - 1) * (uint64_t)a->nranks + (uint64_t)p] + weft_load_relaxed_u64(&row[3]);
+            out[p] = ow ? a->win[(ow - 1) * (uint64_t)a->nranks + (uint64_t)p] + weft_load_relaxed_u64(&row[3]) : NULL;
         }
     }
     return all && a->nranks <= WEFT_COLL_MAX_FAN;
+}
+
+/*
+ * The first barrier of a body that can go zero-copy (ranks that published
+ * windows skipped their first staging before it). Returns 1: every rank
+ * has windows (in[], out[] filled); 0: none has, stage on; 2: some have:
+ * those stage their first chunk now, and everyone meets once more;
+ * -1: a wait gave up.
+ */
+WEFT_DEVICE int weft_coll_zc_meet(const weft_kctx_t *k, weft_coll_args_t *a, const char **in, char **out,
+                                  int need_out)
+{
+    int any;
+    if (weft_coll_barrier(k, a))
+        return -1;
+    if (weft_coll_zc_agree(k, a, in, out, &any, need_out))
+        return 1;
+    return any ? 2 : 0;
 }
 
 /* Elements of one zero-copy step: a team reduces its rank's part of this
@@ -565,28 +584,30 @@ WEFT_DEVICE void weft_coll_allreduce_rsag(const weft_kctx_t *k, void *args)
     weft_coll_range(k, a, a->count, &first, &end);
     if (first >= end)
         return;
-    windows = weft_coll_zc_publish(k, a);
+    windows = weft_coll_zc_publish(k, a, 1);
     for (uint64_t e0 = first; e0 < end; e0 += chunk) {
         uint64_t ce = end - e0 < chunk ? end - e0 : chunk;
         uint64_t lo = ce * (uint64_t)a->rank / (uint64_t)a->nranks, hi = ce * (uint64_t)(a->rank + 1) / (uint64_t)a->nranks;
         if (e0 != first || !windows)
             weft_coll_copy(k, a, in, a->in + e0 * es, ce * es);
-        if (weft_coll_barrier(k, a))
-            return;
         if (e0 == first) {
             const char *zin[WEFT_COLL_MAX_FAN];
             char *zout[WEFT_COLL_MAX_FAN];
-            int any;
-            if (weft_coll_zc_agree(k, a, zin, zout, &any)) {
+            int m = weft_coll_zc_meet(k, a, zin, zout, 1);
+            if (m < 0)
+                return;
+            if (m == 1) {
                 weft_coll_allreduce_zc(k, a, zin, zout, first, end);
                 return;
             }
-            if (any) {
+            if (m == 2) {
                 if (windows)
                     weft_coll_copy(k, a, in, a->in + e0 * es, ce * es);
                 if (weft_coll_barrier(k, a))
                     return;
             }
+        } else if (weft_coll_barrier(k, a)) {
+            return;
         }
         weft_coll_reduce_all(k, a, out + lo * es, lo * es, hi - lo);
         if (weft_coll_barrier(k, a))
@@ -601,17 +622,47 @@ WEFT_DEVICE void weft_coll_allreduce_rsag(const weft_kctx_t *k, void *args)
     }
 }
 
-/* Allgather: every rank stages its part, everyone reads everyone's. */
+/* Allgather: every rank stages its part, everyone reads everyone's; or,
+ * where every rank's input lies in a window, everyone reads every input
+ * directly (the first barrier agrees on it, as in the allreduce). */
 WEFT_DEVICE void weft_coll_allgather_mesh(const weft_kctx_t *k, void *args)
 {
     weft_coll_args_t *a = (weft_coll_args_t *)args;
     uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), chunk = weft_coll_chunk(k, a, 1), first, end;
+    int windows;
     weft_coll_range(k, a, a->count, &first, &end);
+    if (first >= end)
+        return;
+    windows = weft_coll_zc_publish(k, a, 0);
     for (uint64_t e0 = first; e0 < end; e0 += chunk) {
         uint64_t ce = end - e0 < chunk ? end - e0 : chunk;
-        weft_coll_copy(k, a, weft_coll_peer_scratch(k, a, a->rank), a->in + e0 * es, ce * es);
-        if (weft_coll_barrier(k, a))
+        if (e0 != first || !windows)
+            weft_coll_copy(k, a, weft_coll_peer_scratch(k, a, a->rank), a->in + e0 * es, ce * es);
+        if (e0 == first) {
+            const char *zin[WEFT_COLL_MAX_FAN];
+            char *zout[WEFT_COLL_MAX_FAN];
+            int m = weft_coll_zc_meet(k, a, zin, zout, 0);
+            if (m < 0)
+                return;
+            if (m == 1) {
+                /* our own block too, unless in place (the input is it) */
+                for (int q = 0; q < a->nranks; q++) {
+                    char *dst = a->out + ((uint64_t)q * a->count + first) * es;
+                    if (dst != zin[q] + first * es)
+                        weft_coll_copy(k, a, dst, zin[q] + first * es, (end - first) * es);
+                }
+                weft_coll_barrier(k, a); /* no rank returns while others read its input */
+                return;
+            }
+            if (m == 2) {
+                if (windows)
+                    weft_coll_copy(k, a, weft_coll_peer_scratch(k, a, a->rank), a->in + e0 * es, ce * es);
+                if (weft_coll_barrier(k, a))
+                    return;
+            }
+        } else if (weft_coll_barrier(k, a)) {
             return;
+        }
         for (int q = 0; q < a->nranks; q++)
             weft_coll_copy(k, a, a->out + ((uint64_t)q * a->count + e0) * es, weft_coll_peer_scratch(k, a, q), ce * es);
         if (weft_coll_barrier(k, a))
@@ -620,20 +671,48 @@ WEFT_DEVICE void weft_coll_allgather_mesh(const weft_kctx_t *k, void *args)
 }
 
 /* Reduce-scatter: input holds nranks blocks of count elements; this rank
- * gets block rank reduced over all ranks. */
+ * gets block rank reduced over all ranks. Where every rank's input lies in
+ * a window, the block is reduced from the peers' inputs straight into the
+ * output (the first barrier agrees on it, as in the allreduce). */
 WEFT_DEVICE void weft_coll_reduce_scatter_mesh(const weft_kctx_t *k, void *args)
 {
     weft_coll_args_t *a = (weft_coll_args_t *)args;
     uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), n = (uint64_t)a->nranks;
     uint64_t chunk = weft_coll_chunk(k, a, n), first, end;
     char *in = weft_coll_peer_scratch(k, a, a->rank), *acc = in + a->scratch_half;
+    int windows;
     weft_coll_range(k, a, a->count, &first, &end);
+    if (first >= end)
+        return;
+    windows = weft_coll_zc_publish(k, a, 0);
     for (uint64_t e0 = first; e0 < end; e0 += chunk) {
         uint64_t ce = end - e0 < chunk ? end - e0 : chunk;
-        for (uint64_t q = 0; q < n; q++)
-            weft_coll_copy(k, a, in + q * ce * es, a->in + (q * a->count + e0) * es, ce * es);
-        if (weft_coll_barrier(k, a))
+        if (e0 != first || !windows)
+            for (uint64_t q = 0; q < n; q++)
+                weft_coll_copy(k, a, in + q * ce * es, a->in + (q * a->count + e0) * es, ce * es);
+        if (e0 == first) {
+            const char *zin[WEFT_COLL_MAX_FAN];
+            char *zout[WEFT_COLL_MAX_FAN];
+            int m = weft_coll_zc_meet(k, a, zin, zout, 0);
+            if (m < 0)
+                return;
+            if (m == 1) {
+                for (int q = 0; q < a->nranks; q++)
+                    zin[q] += ((uint64_t)a->rank * a->count + first) * es;
+                weft_coll_reduce_from(k, a, a->out + first * es, zin, end - first);
+                weft_coll_barrier(k, a); /* no rank returns while others read its input */
+                return;
+            }
+            if (m == 2) {
+                if (windows)
+                    for (uint64_t q = 0; q < n; q++)
+                        weft_coll_copy(k, a, in + q * ce * es, a->in + (q * a->count + e0) * es, ce * es);
+                if (weft_coll_barrier(k, a))
+                    return;
+            }
+        } else if (weft_coll_barrier(k, a)) {
             return;
+        }
         weft_coll_reduce_all(k, a, acc, (uint64_t)a->rank * ce * es, ce);
         weft_coll_sync(k, a);
         weft_coll_copy(k, a, a->out + e0 * es, acc, ce * es);

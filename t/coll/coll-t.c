@@ -236,12 +236,15 @@ int main(void)
     setenv("WEFT_COLL_BLOCKS", "5", 1);
     ok(run_ranks(4, 300000, rank_main, (void *)1, NULL), "4 ranks with 5 blocks per launch: the same sweep");
     /* buffers in windows: the zero-copy allreduce (each rank reduces its
-     * part from every input and writes it into every output), with one
-     * block and with three; and windows on all but one rank, where every
-     * rank must stage after the first barrier's agreement */
+     * part from every input and writes it into every output), allgather
+     * and reduce-scatter (each rank reads every input), with one block and
+     * with three; and windows on all but one rank, where every rank must
+     * stage after the first barrier's agreement (but for in-place
+     * allgather, whose inputs all lie in windows there too) */
     setenv("WEFT_COLL_BLOCKS", "1", 1);
     ok(run_ranks(4, 300000, rank_main, WINDOWS, NULL),
-       "4 ranks, buffers in windows at different offsets (zero-copy allreduce): the same sweep");
+       "4 ranks, buffers in windows at different offsets (zero-copy allreduce, allgather, reduce-scatter): the same "
+       "sweep");
     setenv("WEFT_COLL_BLOCKS", "3", 1);
     ok(run_ranks(3, 300000, rank_main, WINDOWS, NULL), "3 ranks with 3 blocks, buffers in windows: the same sweep");
     ok(run_ranks(3, 300000, rank_main, WINDOWS_BUT_LAST, NULL),
