@@ -101,17 +101,15 @@ weft_status_t weft_comm_window_register(weft_comm_t *comm, void *buf, size_t byt
                         comm->local_size, comm->nranks);
         return WEFT_ERR_UNSUPPORTED;
     }
-    for (int s = 0; comm->windows && s < WEFT_COLL_MAX_WINDOWS && slot < 0; s++)
-        if (!comm->windows->slot[s])
+    if ((status = window_set(comm, &set)) != WEFT_OK)
+        return status;
+    for (int s = 0; s < WEFT_COLL_MAX_WINDOWS && slot < 0; s++)
+        if (!set->slot[s])
             slot = s;
-    if (comm->windows && slot < 0) {
+    if (slot < 0) {
         weft_error_note("window: at most %d windows at once", WEFT_COLL_MAX_WINDOWS);
         return WEFT_ERR_INVALID_ARGUMENT;
     }
-    if ((status = window_set(comm, &set)) != WEFT_OK)
-        return status;
-    if (slot < 0)
-        slot = 0;
     w = calloc(1, sizeof(*w));
     row = calloc((size_t)comm->nranks, sizeof(*row));
     if (!w || !row || !(w->remote = calloc((size_t)comm->nranks, sizeof(*w->remote)))) {
