@@ -138,15 +138,25 @@ typedef struct {
     size_t size;          /**< sizeof(weft_comm_config_t) */
     unsigned version;     /**< WEFT_COMM_CONFIG_VERSION */
     const char *backend;  /**< "host", "cuda", "hip"; NULL: WEFT_BACKEND */
-    int device;           /**< device index; -1: local rank modulo count */
+    int device;           /**< device index; -1: local rank modulo count;
+                               WEFT_DEVICE_CURRENT: the device current in the
+                               calling thread (cudaGetDevice; host: 0) */
     int init_timeout_ms;  /**< 0: WEFT_INIT_TIMEOUT_MS */
     int op_timeout_ms;    /**< bootstrap op deadline; 0: WEFT_BOOTSTRAP_TIMEOUT_MS */
     int device_timeout_ms; /**< longest device-side wait; 0: WEFT_DEVICE_TIMEOUT_MS */
 } weft_comm_config_t;
 
+#define WEFT_DEVICE_CURRENT (-2)
 #define WEFT_COMM_CONFIG_VERSION 1
 #define WEFT_COMM_CONFIG_INIT                                                \
     { sizeof(weft_comm_config_t), WEFT_COMM_CONFIG_VERSION, NULL, -1, 0, 0, 0 }
+
+/**
+ * How many devices GPU backend @p backend ("host", "cuda", "hip") sees here:
+ * WEFT_ERR_NOT_FOUND if this build lacks it, 0 devices if it has no device
+ * or driver. Starts no communicator; lets a caller pick a backend.
+ */
+WEFT_API weft_status_t weft_backend_device_count(const char *backend, int *count);
 
 /**
  * Joins the job named by @p id as @p rank of @p nranks. Blocks until every
@@ -334,6 +344,13 @@ WEFT_API weft_status_t weft_stream_synchronize(weft_stream_t *stream);
  * hipStream_t), for work of other libraries ordered with weft's; the host
  * backend has none: WEFT_ERR_UNSUPPORTED. */
 WEFT_API weft_status_t weft_stream_native(const weft_stream_t *stream, void **native);
+/**
+ * A weft stream over the caller's runtime stream @p native (cudaStream_t or
+ * hipStream_t; NULL is the runtime's default stream): weft queues its work
+ * there, ordered with the caller's, and weft_stream_destroy leaves the
+ * runtime stream alone. The host backend has none: WEFT_ERR_UNSUPPORTED.
+ */
+WEFT_API weft_status_t weft_stream_wrap(weft_comm_t *comm, void *native, weft_stream_t **stream);
 /** Queues a copy between any host or device memory of the backend. */
 WEFT_API weft_status_t weft_memcpy(weft_stream_t *stream, void *dst, const void *src, size_t bytes);
 /**

@@ -58,7 +58,7 @@ static weft_status_t check_config(const weft_comm_config_t *cfg)
                         cfg->version);
         return WEFT_ERR_INVALID_ARGUMENT;
     }
-    if (config_int(cfg, offsetof(weft_comm_config_t, device), -1) < -1 ||
+    if (config_int(cfg, offsetof(weft_comm_config_t, device), -1) < WEFT_DEVICE_CURRENT ||
         config_int(cfg, offsetof(weft_comm_config_t, init_timeout_ms), 0) < 0 ||
         config_int(cfg, offsetof(weft_comm_config_t, op_timeout_ms), 0) < 0 ||
         config_int(cfg, offsetof(weft_comm_config_t, device_timeout_ms), 0) < 0) {
@@ -157,6 +157,10 @@ static weft_status_t comm_create(const weft_uid_info_t *uid, int nranks, int ran
         goto err;
     }
     device = config_int(cfg, offsetof(weft_comm_config_t, device), -1);
+    if (device == WEFT_DEVICE_CURRENT && (status = gpu->current_device(&device)) != WEFT_OK) {
+        weft_error(WEFT_SUB_INIT, "rank %d: backend %s has no current device", rank, gpu->name);
+        goto err;
+    }
     if (device < 0)
         device = comm->local_rank % ndev;
     if (device >= ndev) {
@@ -380,6 +384,22 @@ weft_status_t weft_comm_backend(const weft_comm_t *comm, const char **name)
     if (!comm || !name)
         return WEFT_ERR_INVALID_ARGUMENT;
     *name = comm->gpu->name;
+    return WEFT_OK;
+}
+
+weft_status_t weft_backend_device_count(const char *backend, int *count)
+{
+    const weft_gpu_ops_t *gpu;
+    int n = 0;
+    if (!backend || !count)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    if (!(gpu = weft_gpu_find(backend))) {
+        weft_error_note("no GPU backend \"%s\" in this build", backend);
+        return WEFT_ERR_NOT_FOUND;
+    }
+    if (gpu->device_count(&n) != WEFT_OK || n < 0)
+        n = 0;
+    *count = n;
     return WEFT_OK;
 }
 

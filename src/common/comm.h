@@ -62,6 +62,7 @@ struct weft_comm {
 struct weft_stream {
     weft_comm_t *comm;
     weft_gpu_stream_t *s;
+    int borrowed; /* weft_stream_wrap: the runtime stream is the caller's */
 };
 
 void weft_coll_ctx_destroy(weft_comm_t *comm);

@@ -37,6 +37,7 @@ static weft_status_t stub_mc_add_device(weft_gpu_ctx_t *c, void *m) { (void)c; (
 static weft_status_t stub_mc_bind(weft_gpu_ctx_t *c, void *m, int i, weft_gpu_alloc_t *l, void **p) { (void)c; (void)m; (void)i; (void)l; (void)p; return WEFT_ERR_UNSUPPORTED; }
 static void stub_mc_release(weft_gpu_ctx_t *c, void *m, weft_gpu_alloc_t *l, void *p) { (void)c; (void)m; (void)l; (void)p; }
 static weft_status_t stub_dmabuf_export(weft_gpu_ctx_t *c, void *p, size_t n, int *fd, uint64_t *off) { (void)c; (void)p; (void)n; (void)fd; (void)off; return WEFT_ERR_UNSUPPORTED; }
+static weft_status_t stub_current_device(int *d) { (void)d; return WEFT_ERR_UNSUPPORTED; }
 static weft_status_t stub_stream_create(weft_gpu_ctx_t *c, weft_gpu_stream_t **s) { (void)c; (void)s; return WEFT_ERR_UNSUPPORTED; }
 static weft_status_t stub_stream_destroy(weft_gpu_ctx_t *c, weft_gpu_stream_t *s) { (void)c; (void)s; return WEFT_ERR_UNSUPPORTED; }
 static weft_status_t stub_stream_sync(weft_gpu_ctx_t *c, weft_gpu_stream_t *s) { (void)c; (void)s; return WEFT_ERR_UNSUPPORTED; }
@@ -54,7 +55,7 @@ void weft_gpu_ops_complete(weft_gpu_ops_t *dst, const weft_gpu_ops_t *src)
     dst->abi_version = WEFT_GPU_ABI_VERSION;
     dst->size = sizeof(*dst);
     dst->name = src->name;
-    FILL(device_count); FILL(init); FILL(fini); FILL(caps); FILL(props);
+    FILL(device_count); FILL(current_device); FILL(init); FILL(fini); FILL(caps); FILL(props);
     FILL(mem_alloc); FILL(mem_free); FILL(host_alloc_mapped); FILL(host_free);
     FILL(ipc_export); FILL(ipc_import); FILL(ipc_close);
     FILL(mc_create); FILL(mc_import); FILL(mc_add_device); FILL(mc_bind); FILL(mc_release); FILL(dmabuf_export);

@@ -15,7 +15,7 @@
 #include "weft.h"
 #include "weft/device.h"
 
-#define WEFT_GPU_ABI_VERSION 2
+#define WEFT_GPU_ABI_VERSION 3
 
 /* Capabilities. */
 #define WEFT_CAP_IPC (1ull << 0)         /* peers on the host can map device memory */
@@ -78,6 +78,9 @@ typedef struct weft_gpu_ops {
     const char *name;
 
     weft_status_t (*device_count)(int *count);
+    /* The device the calling thread's runtime has current (cudaGetDevice),
+     * for callers that follow the runtime's convention (the NCCL API). */
+    weft_status_t (*current_device)(int *device);
     weft_status_t (*init)(int device, weft_gpu_ctx_t **ctx);
     void (*fini)(weft_gpu_ctx_t *ctx);
     uint64_t (*caps)(weft_gpu_ctx_t *ctx);

@@ -31,11 +31,37 @@ weft_status_t weft_stream_create(weft_comm_t *comm, weft_stream_t **out)
     return WEFT_OK;
 }
 
+/* The cuda and hip backends' streams are the runtime's stream handles. */
+static int has_runtime_streams(const weft_comm_t *comm)
+{
+    return strcmp(comm->gpu->name, "cuda") == 0 || strcmp(comm->gpu->name, "hip") == 0;
+}
+
+weft_status_t weft_stream_wrap(weft_comm_t *comm, void *native, weft_stream_t **out)
+{
+    weft_stream_t *st;
+    if (!comm || !out)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    if (!has_runtime_streams(comm)) {
+        weft_error_note("weft_stream_wrap: the %s backend has no runtime streams", comm->gpu->name);
+        return WEFT_ERR_UNSUPPORTED;
+    }
+    st = calloc(1, sizeof(*st));
+    if (!st)
+        return WEFT_ERR_NO_MEMORY;
+    st->comm = comm;
+    st->s = native;
+    st->borrowed = 1;
+    *out = st;
+    return WEFT_OK;
+}
+
 weft_status_t weft_stream_destroy(weft_stream_t *st)
 {
     if (!st)
         return WEFT_ERR_INVALID_ARGUMENT;
-    st->comm->gpu->stream_destroy(st->comm->gctx, st->s);
+    if (!st->borrowed)
+        st->comm->gpu->stream_destroy(st->comm->gctx, st->s);
     free(st);
     return WEFT_OK;
 }
@@ -54,8 +80,7 @@ weft_status_t weft_stream_native(const weft_stream_t *st, void **native)
 {
     if (!st || !native)
         return WEFT_ERR_INVALID_ARGUMENT;
-    /* the cuda and hip backends' streams are the runtime's stream handles */
-    if (strcmp(st->comm->gpu->name, "cuda") != 0 && strcmp(st->comm->gpu->name, "hip") != 0) {
+    if (!has_runtime_streams(st->comm)) {
         weft_error_note("weft_stream_native: the %s backend has no runtime stream", st->comm->gpu->name);
         return WEFT_ERR_UNSUPPORTED;
     }

@@ -145,6 +145,18 @@ static weft_status_t rt_device_count(int *count)
     return WEFT_OK;
 }
 
+static weft_status_t rt_current_device(int *device)
+{
+    int d = -1;
+    pthread_once(&work_queues_once, request_work_queues);
+    if (RT(GetDevice)(&d) != rtSuccess || d < 0) {
+        weft_error_note(RT_NAME " backend: no current device");
+        return WEFT_ERR_UNSUPPORTED;
+    }
+    *device = d;
+    return WEFT_OK;
+}
+
 static weft_status_t rt_init(int device, weft_gpu_ctx_t **out)
 {
     weft_gpu_ctx_t *ctx;
@@ -718,6 +730,7 @@ const weft_gpu_ops_t RT_OPS = {
     .size = sizeof(weft_gpu_ops_t),
     .name = RT_NAME,
     .device_count = rt_device_count,
+    .current_device = rt_current_device,
     .init = rt_init,
     .fini = rt_fini,
     .caps = rt_caps,

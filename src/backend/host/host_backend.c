@@ -42,6 +42,12 @@ static weft_status_t host_device_count(int *count)
     return WEFT_OK;
 }
 
+static weft_status_t host_current_device(int *device)
+{
+    *device = 0;
+    return WEFT_OK;
+}
+
 static weft_status_t host_init(int device, weft_gpu_ctx_t **out)
 {
     weft_gpu_ctx_t *ctx;
@@ -222,6 +228,7 @@ const weft_gpu_ops_t weft_host_gpu_ops = {
     .size = sizeof(weft_gpu_ops_t),
     .name = "host",
     .device_count = host_device_count,
+    .current_device = host_current_device,
     .init = host_init,
     .fini = host_fini,
     .caps = host_caps,

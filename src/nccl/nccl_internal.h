@@ -1,0 +1,44 @@
+/* libweft_nccl: what its files share (see include/weft/nccl.h). */
+#ifndef WEFT_NCCL_INTERNAL_H
+#define WEFT_NCCL_INTERNAL_H
+
+#include <pthread.h>
+
+#include "weft.h"
+#include "weft/nccl.h"
+
+#define NCCL_API __attribute__((visibility("default")))
+
+/* A caller's stream and the weft stream that queues onto it. */
+typedef struct nccl_stream {
+    void *native; /* the caller's cudaStream_t (a key only on the host backend) */
+    weft_stream_t *ws;
+    struct nccl_stream *next;
+} nccl_stream_t;
+
+struct ncclComm {
+    weft_comm_t *w;
+    int rank, nranks, device;
+    /* 1 when the backend queues onto the caller's runtime streams; 0 on the
+     * host backend, where each call completes before it returns. */
+    int runtime_streams;
+    char backend[16];
+    pthread_mutex_t lock; /* guards streams */
+    nccl_stream_t *streams;
+};
+
+/* weft's status as NCCL's result; failures keep weft's message for
+ * ncclGetLastError (this thread's). */
+ncclResult_t nccl_result(weft_status_t status);
+/* Records @p fmt as this thread's last error and returns @p result. */
+ncclResult_t nccl_fail(ncclResult_t result, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The weft stream for @p native on @p comm (made on first use). */
+ncclResult_t nccl_stream_get(ncclComm_t comm, void *native, weft_stream_t **ws);
+/* Waits for every stream of @p comm (device errors surface here). */
+weft_status_t nccl_streams_sync(ncclComm_t comm);
+
+/* NCCL's types and ops as weft's; -1 when out of range. */
+int nccl_dtype(ncclDataType_t t, weft_dtype_t *out);
+int nccl_redop(ncclRedOp_t op, weft_redop_t *out);
+
+#endif
