@@ -110,8 +110,9 @@ static weft_status_t call(bench_t *b, uint64_t count, int inplace)
     return WEFT_ERR_INVALID_ARGUMENT;
 }
 
-/* Fills the input of a checked call and counts wrong output elements. */
-static long checked_call(bench_t *b, uint64_t count, int inplace, weft_status_t *st)
+/* Fills the input of a checked call and counts wrong output elements;
+ * through @p ref (out of place) where given, else through weft. */
+static long checked_call(bench_t *b, uint64_t count, int inplace, perf_ref_t *ref, weft_status_t *st)
 {
     size_t blk = (size_t)count * b->es;
     uint64_t n = (uint64_t)b->nranks, wrong = 0;
@@ -130,7 +131,8 @@ static long checked_call(bench_t *b, uint64_t count, int inplace, weft_status_t 
         collref_input(b->t, b->op, b->rank, i, b->hsend + i * b->es);
     dout = b->o->coll == PERF_REDUCE_SCATTER && inplace ? b->send + (size_t)b->rank * blk : b->recv;
     if ((*st = weft_memcpy(b->stream, in, b->hsend, nin * b->es)) != WEFT_OK ||
-        (*st = call(b, count, inplace)) != WEFT_OK ||
+        (*st = ref ? (ref->call(ref, b->o, b->send, b->recv, count) == 0 ? WEFT_OK : WEFT_ERR_REMOTE)
+                   : call(b, count, inplace)) != WEFT_OK ||
         (*st = weft_memcpy(b->stream, b->hrecv, dout, nout * b->es)) != WEFT_OK ||
         (*st = weft_stream_synchronize(b->stream)) != WEFT_OK)
         return -1;
@@ -356,7 +358,7 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
             }
             if (o->check) {
                 weft_status_t st;
-                long w = checked_call(&b, count, inplace, &st);
+                long w = checked_call(&b, count, inplace, NULL, &st);
                 long *all = malloc(sizeof(long) * (size_t)b.nranks);
                 if (w < 0 || !all) {
                     fprintf(stderr, "rank %d: checked %s failed: %s\n", b.rank, o->name, weft_get_last_error());
@@ -376,6 +378,26 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
             fprintf(stderr, "rank %d: %s %s of %zu bytes failed\n", b.rank, ref->name, o->name, size);
             rc = 4;
             goto out;
+        }
+        /* -c 1 checks the other library's results too (counted in the total) */
+        if (ref && ref->call && o->check && o->coll != PERF_BARRIER) {
+            weft_status_t st;
+            long w = checked_call(&b, count, 0, ref, &st), ref_wrong = 0;
+            long *all = malloc(sizeof(long) * (size_t)b.nranks);
+            if (w < 0 || !all) {
+                fprintf(stderr, "rank %d: checked %s %s failed\n", b.rank, ref->name, o->name);
+                free(all);
+                rc = 4;
+                goto out;
+            }
+            all[b.rank] = w;
+            weft_bootstrap_allgather(comm, all, sizeof(long));
+            for (int r = 0; r < b.nranks; r++)
+                ref_wrong += all[r];
+            free(all);
+            total_wrong += ref_wrong;
+            if (ref_wrong && b.rank == 0)
+                printf("# %s %s of %zu bytes: %ld wrong values\n", ref->name, o->name, size, ref_wrong);
         }
         if (b.rank == 0) {
             double alg[2], bus[2];

@@ -122,7 +122,7 @@ static void mpi_close(perf_ref_t *ref)
 
 perf_ref_t *perf_mpi_ref_open(const perf_opts_t *o, const char *backend, char *why, size_t len)
 {
-    static perf_ref_t mpi = {"MPI", mpi_time_us, mpi_close};
+    static perf_ref_t mpi = {.name = "MPI", .time_us = mpi_time_us, .close = mpi_close};
     return mpi_check(o, backend, why, len) ? &mpi : NULL;
 }
 

@@ -12,6 +12,7 @@
 #include "perf.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,11 @@ static int call(nccl_ref_t *n, const perf_opts_t *o, char *s, char *r, uint64_t 
     return -1;
 }
 
+static int nccl_call(perf_ref_t *ref, const perf_opts_t *o, void *send, void *recv, uint64_t count)
+{
+    return call((nccl_ref_t *)ref, o, send, recv, count);
+}
+
 static double nccl_time_us(perf_ref_t *ref, const perf_opts_t *o, void *send, void *recv, uint64_t count)
 {
     nccl_ref_t *n = (nccl_ref_t *)ref;
@@ -137,6 +143,7 @@ perf_ref_t *perf_nccl_ref_open(weft_comm_t *comm, weft_stream_t *stream, const p
         return NULL;
     n->ref.name = strcmp(backend, "hip") == 0 ? "RCCL" : "NCCL";
     n->ref.time_us = nccl_time_us;
+    n->ref.call = nccl_call;
     n->ref.close = nccl_close;
     n->wcomm = comm;
     n->wstream = stream;
@@ -202,6 +209,15 @@ perf_ref_t *perf_nccl_ref_open(weft_comm_t *comm, weft_stream_t *stream, const p
     if (!ok) {
         nccl_close(&n->ref);
         return NULL;
+    }
+    if (n->rank == 0) { /* which library answered: NCCL's, or another one under its name */
+        struct link_map *map = NULL;
+        int (*get_version)(int *) = (int (*)(int *))dlsym(n->lib, "ncclGetVersion");
+        int version = 0;
+        if (get_version)
+            get_version(&version);
+        printf("# %s: %s, version %d\n", n->ref.name,
+               dlinfo(n->lib, RTLD_DI_LINKMAP, &map) == 0 && map ? map->l_name : "?", version);
     }
     return &n->ref;
 }

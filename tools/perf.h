@@ -82,6 +82,9 @@ struct perf_ref {
     /* Mean time over o->iters calls after o->warmup, slowest rank, us; -1
      * on failure. Collective: every rank calls it for every size. */
     double (*time_us)(perf_ref_t *ref, const perf_opts_t *o, void *send, void *recv, uint64_t count);
+    /* One out-of-place call queued on weft-perf's stream, for -c 1 (0: queued;
+     * NULL where the library's results are not checked). */
+    int (*call)(perf_ref_t *ref, const perf_opts_t *o, void *send, void *recv, uint64_t count);
     void (*close)(perf_ref_t *ref);
 };
 
