@@ -3,7 +3,8 @@
  * entry points weft implements, with NCCL's types, enum values and
  * calling conventions, so that a program written for NCCL builds against
  * this header and runs on weft unchanged. A program built against NCCL's
- * own nccl.h links or loads libweft_nccl instead of libnccl (README:
+ * own nccl.h (RCCL's rccl.h: the same entry points, with HIP streams)
+ * links or loads libweft_nccl instead of libnccl (README:
  * "Running NCCL programs on weft").
  *
  * Semantics follow NCCL's, with these differences:
@@ -16,8 +17,16 @@
  * - every wait is bounded: a dead or silent peer gives ncclRemoteError
  *   (or, inside device work, an async error; see ncclCommGetAsyncError)
  *   and ncclGetLastError names the rank and the operation;
- * - ncclRedOpCreatePreMulSum and ncclMemAlloc return ncclInvalidUsage;
- *   ncclCommRegister accepts a buffer but does not change how it is used.
+ * - ncclMemAlloc and ncclMemFree go to the real NCCL named by
+ *   WEFT_NCCL_FALLBACK_LIB; without one they return ncclInvalidUsage,
+ *   saying so. ncclRedOpCreatePreMulSum returns ncclInvalidUsage (it would
+ *   need the other library's communicator). ncclCommRegister accepts a
+ *   buffer but does not change how it is used (weft's zero-copy path is
+ *   weft_comm_window_register);
+ * - NCCL_DEBUG, NCCL_DEBUG_FILE, NCCL_SOCKET_IFNAME, NCCL_SOCKET_FAMILY
+ *   and NCCL_NVLS_ENABLE=0 are honoured (as the WEFT_ variables they map
+ *   to, which win where both are set);
+ * - a group's calls on one communicator use one stream.
  */
 #ifndef WEFT_NCCL_H
 #define WEFT_NCCL_H

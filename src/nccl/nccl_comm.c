@@ -7,10 +7,12 @@
 #include "config.h"
 #include "nccl_internal.h"
 
+#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* ---------------------------------------------------------------- */
 /* Errors                                                            */
@@ -145,6 +147,45 @@ weft_status_t nccl_streams_sync(ncclComm_t comm)
 }
 
 /* ---------------------------------------------------------------- */
+/* NCCL's environment                                                */
+/* ---------------------------------------------------------------- */
+
+/* NCCL_DEBUG's levels as WEFT_LOG_LEVEL's. */
+static const char *log_level_of(const char *nccl)
+{
+    static const struct {
+        const char *nccl, *weft;
+    } levels[] = {{"VERSION", "warn"}, {"WARN", "warn"}, {"INFO", "info"}, {"ABORT", "error"}, {"TRACE", "trace"}};
+    for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++)
+        if (strcasecmp(nccl, levels[i].nccl) == 0)
+            return levels[i].weft;
+    return NULL;
+}
+
+/*
+ * The NCCL variables that mean something here become weft's, where the
+ * weft variable is not set: weft reads its parameters once, at its first
+ * call, so this runs before any. NCCL_NVLS_ENABLE=0 weft reads itself.
+ */
+static void import_nccl_env(void)
+{
+    static const struct {
+        const char *nccl, *weft;
+    } same[] = {{"NCCL_SOCKET_IFNAME", "WEFT_SOCKET_IFNAME"},
+                {"NCCL_SOCKET_FAMILY", "WEFT_SOCKET_FAMILY"},
+                {"NCCL_DEBUG_FILE", "WEFT_LOG_FILE"}};
+    const char *v = getenv("NCCL_DEBUG"), *level;
+    if (v && (level = log_level_of(v)) != NULL)
+        setenv("WEFT_LOG_LEVEL", level, 0);
+    for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++)
+        if ((v = getenv(same[i].nccl)) != NULL && *v)
+            setenv(same[i].weft, v, 0);
+}
+
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+#define NCCL_ENV() pthread_once(&env_once, import_nccl_env)
+
+/* ---------------------------------------------------------------- */
 /* Communicators                                                     */
 /* ---------------------------------------------------------------- */
 
@@ -152,6 +193,7 @@ NCCL_API ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
 {
     weft_unique_id_t wid;
     weft_status_t status;
+    NCCL_ENV();
     if (!id)
         return nccl_fail(ncclInvalidArgument, "ncclGetUniqueId: uniqueId is NULL");
     if ((status = weft_get_unique_id(&wid)) != WEFT_OK)
@@ -186,6 +228,7 @@ static ncclResult_t comm_init(ncclComm_t *out, int nranks, const ncclUniqueId *i
     weft_stream_t *probe = NULL;
     const char *name = "?";
 
+    NCCL_ENV();
     if (!out)
         return nccl_fail(ncclInvalidArgument, "ncclCommInitRank: comm is NULL");
     if (nranks < 1 || rank < 0 || rank >= nranks)
@@ -212,6 +255,8 @@ static ncclResult_t comm_init(ncclComm_t *out, int nranks, const ncclUniqueId *i
         weft_stream_destroy(probe);
     }
     pthread_mutex_init(&c->lock, NULL);
+    pthread_mutex_init(&c->busy_lock, NULL);
+    pthread_cond_init(&c->idle, NULL);
     *out = c;
     return ncclSuccess;
 }
@@ -329,6 +374,11 @@ NCCL_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCom
         free(all);
         return nccl_fail(ncclSystemError, "ncclCommSplit: out of memory");
     }
+    if (nccl_enter(comm, "ncclCommSplit") != ncclSuccess) {
+        free(all);
+        free(mine);
+        return ncclInvalidUsage;
+    }
     all[comm->rank] = (split_entry_t){color, key, comm->rank};
     /* every rank learns every rank's color and key */
     if ((status = weft_bootstrap_allgather(comm->w, all, sizeof(*all))) != WEFT_OK)
@@ -358,21 +408,28 @@ NCCL_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCom
     }
     if (status != WEFT_OK)
         goto out;
+    nccl_leave(comm);
     memcpy(id.internal, wid.internal, sizeof(id.internal));
     free(all);
     free(mine);
     return comm_init(newcomm, n, &id, me, comm->device);
 out:
+    nccl_leave(comm);
     free(all);
     free(mine);
-    return nccl_result(status);
+    return status == WEFT_OK ? ncclSuccess : nccl_result(status);
 }
 
 NCCL_API ncclResult_t ncclCommFinalize(ncclComm_t comm)
 {
+    ncclResult_t r;
     if (!comm)
         return nccl_fail(ncclInvalidArgument, "ncclCommFinalize: comm is NULL");
-    return nccl_result(nccl_streams_sync(comm));
+    if ((r = nccl_enter(comm, "ncclCommFinalize")) != ncclSuccess)
+        return r;
+    r = nccl_result(nccl_streams_sync(comm));
+    nccl_leave(comm);
+    return r;
 }
 
 static void comm_free(ncclComm_t comm)
@@ -385,6 +442,8 @@ static void comm_free(ncclComm_t comm)
     }
     weft_comm_destroy(comm->w);
     pthread_mutex_destroy(&comm->lock);
+    pthread_mutex_destroy(&comm->busy_lock);
+    pthread_cond_destroy(&comm->idle);
     free(comm);
 }
 
@@ -402,12 +461,40 @@ NCCL_API ncclResult_t ncclCommDestroy(ncclComm_t comm)
     return r;
 }
 
-/* Every wait on the communicator ends (bounded), then it is freed. */
+ncclResult_t nccl_enter(ncclComm_t comm, const char *what)
+{
+    int aborting;
+    pthread_mutex_lock(&comm->busy_lock);
+    aborting = comm->aborting;
+    if (!aborting)
+        comm->busy++;
+    pthread_mutex_unlock(&comm->busy_lock);
+    return aborting ? nccl_fail(ncclInvalidUsage, "%s: rank %d: the communicator is being aborted", what, comm->rank)
+                    : ncclSuccess;
+}
+
+void nccl_leave(ncclComm_t comm)
+{
+    pthread_mutex_lock(&comm->busy_lock);
+    if (--comm->busy == 0)
+        pthread_cond_broadcast(&comm->idle);
+    pthread_mutex_unlock(&comm->busy_lock);
+}
+
+/* Every wait on the communicator ends (bounded), then it is freed. Another
+ * thread may be blocked in a call on it: that call returns an error first. */
 NCCL_API ncclResult_t ncclCommAbort(ncclComm_t comm)
 {
     if (!comm)
         return nccl_fail(ncclInvalidArgument, "ncclCommAbort: comm is NULL");
+    pthread_mutex_lock(&comm->busy_lock);
+    comm->aborting = 1;
+    pthread_mutex_unlock(&comm->busy_lock);
     weft_comm_abort(comm->w);
+    pthread_mutex_lock(&comm->busy_lock);
+    while (comm->busy > 0)
+        pthread_cond_wait(&comm->idle, &comm->busy_lock);
+    pthread_mutex_unlock(&comm->busy_lock);
     nccl_streams_sync(comm); /* aborted kernels return; their errors are expected */
     comm_free(comm);
     return ncclSuccess;
@@ -485,18 +572,54 @@ NCCL_API ncclResult_t ncclCommDeregister(const ncclComm_t comm, void *handle)
     return ncclSuccess;
 }
 
+/*
+ * What weft does not do itself goes to the real NCCL (RCCL) named by
+ * WEFT_NCCL_FALLBACK_LIB, where one is named; otherwise, or where that
+ * library lacks the entry point, the caller gets a clear error.
+ */
+static void *fallback_lib;
+static char fallback_why[320];
+
+static void open_fallback(void)
+{
+    const char *path = getenv("WEFT_NCCL_FALLBACK_LIB");
+    if (!path || !*path) {
+        snprintf(fallback_why, sizeof(fallback_why), "WEFT_NCCL_FALLBACK_LIB names no NCCL to forward it to");
+        return;
+    }
+    if (!(fallback_lib = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
+        snprintf(fallback_why, sizeof(fallback_why), "WEFT_NCCL_FALLBACK_LIB=%s does not load: %s", path, dlerror());
+}
+
+/* The fallback library's @p name, or NULL with the reason recorded. */
+static void *fallback_symbol(const char *name)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    void *sym;
+    NCCL_ENV();
+    pthread_once(&once, open_fallback);
+    if (!fallback_lib) {
+        nccl_fail(ncclInvalidUsage, "%s: weft does not offer it, and %s", name, fallback_why);
+        return NULL;
+    }
+    if (!(sym = dlsym(fallback_lib, name)))
+        nccl_fail(ncclInvalidUsage, "%s: weft does not offer it, nor does WEFT_NCCL_FALLBACK_LIB=%s", name,
+                  getenv("WEFT_NCCL_FALLBACK_LIB"));
+    return sym;
+}
+
 NCCL_API ncclResult_t ncclMemAlloc(void **ptr, size_t size)
 {
-    (void)ptr;
-    (void)size;
-    return nccl_fail(ncclInvalidUsage, "ncclMemAlloc: not offered by weft's NCCL API (allocate with the runtime, "
-                                       "or use weft_mem_alloc)");
+    ncclResult_t (*fn)(void **, size_t) = (ncclResult_t(*)(void **, size_t))fallback_symbol("ncclMemAlloc");
+    if (!ptr)
+        return nccl_fail(ncclInvalidArgument, "ncclMemAlloc: ptr is NULL");
+    return fn ? fn(ptr, size) : ncclInvalidUsage;
 }
 
 NCCL_API ncclResult_t ncclMemFree(void *ptr)
 {
-    (void)ptr;
-    return nccl_fail(ncclInvalidUsage, "ncclMemFree: not offered by weft's NCCL API");
+    ncclResult_t (*fn)(void *) = (ncclResult_t(*)(void *))fallback_symbol("ncclMemFree");
+    return fn ? fn(ptr) : ncclInvalidUsage;
 }
 
 NCCL_API ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, ncclDataType_t datatype,

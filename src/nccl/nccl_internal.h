@@ -25,7 +25,17 @@ struct ncclComm {
     char backend[16];
     pthread_mutex_t lock; /* guards streams */
     nccl_stream_t *streams;
+    /* Calls under way (nccl_enter .. nccl_leave), so that ncclCommAbort from
+     * another thread frees the communicator only once they have returned
+     * (abort makes them return within a bounded time). */
+    pthread_mutex_t busy_lock;
+    pthread_cond_t idle;
+    int busy, aborting;
 };
+
+/* Marks a call on @p comm under way; refused once ncclCommAbort began. */
+ncclResult_t nccl_enter(ncclComm_t comm, const char *what);
+void nccl_leave(ncclComm_t comm);
 
 /* weft's status as NCCL's result; failures keep weft's message for
  * ncclGetLastError (this thread's). */

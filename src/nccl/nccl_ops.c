@@ -99,7 +99,10 @@ static void run_batch(comm_batch_t *b)
     ncclComm_t comm = b->ops[0].comm;
     weft_status_t status = WEFT_OK, end;
     size_t i;
-    b->result = ncclSuccess;
+    if ((b->result = nccl_enter(comm, op_names[b->ops[0].kind])) != ncclSuccess) {
+        snprintf(b->error, sizeof(b->error), "%s", ncclGetLastError(comm));
+        return;
+    }
     weft_group_start();
     for (i = 0; i < b->n && status == WEFT_OK; i++) {
         weft_stream_t *ws;
@@ -119,6 +122,7 @@ static void run_batch(comm_batch_t *b)
         b->result = nccl_result(status);
     if (b->result != ncclSuccess)
         snprintf(b->error, sizeof(b->error), "rank %d: %s", comm->rank, ncclGetLastError(comm));
+    nccl_leave(comm);
 }
 
 static void *batch_thread(void *arg)

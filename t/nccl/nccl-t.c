@@ -44,7 +44,6 @@ static void no_comm(void)
     ncclComm_t comm = (ncclComm_t)0x1;
     ncclUniqueId zero;
     int version = 0;
-    void *p = NULL;
     memset(&zero, 0, sizeof(zero));
     ncclResult_t r = ncclGetVersion(&version);
     ok(r == ncclSuccess && version == NCCL_VERSION_CODE && version >= 21900, "ncclGetVersion: %d", version);
@@ -56,7 +55,6 @@ static void no_comm(void)
        ncclInvalidArgument, "rank out of range, NULL comm: invalid argument");
     ok(ncclGroupEnd() == ncclInvalidUsage && strstr(ncclGetLastError(NULL), "ncclGroupStart"),
        "ncclGroupEnd without ncclGroupStart: invalid usage (%s)", ncclGetLastError(NULL));
-    ok(ncclMemAlloc(&p, 64) == ncclInvalidUsage && p == NULL, "ncclMemAlloc: invalid usage, said plainly");
     int named = 1;
     for (int k = ncclSuccess; k < ncclNumResults; k++)
         named = named && ncclGetErrorString((ncclResult_t)k)[0] != '\0';
@@ -421,11 +419,93 @@ static int absent(int rank, int nranks, void *arg)
     return fails;
 }
 
+/* ncclMemAlloc and ncclMemFree: forwarded to WEFT_NCCL_FALLBACK_LIB when
+ * @p arg is its path, else refused saying why. */
+static int forwarded(int rank, int nranks, void *arg)
+{
+    void *p = NULL;
+    int fails = 0;
+    (void)rank;
+    (void)nranks;
+    if (!arg) {
+        unsetenv("WEFT_NCCL_FALLBACK_LIB");
+        EXPECT(ncclMemAlloc(&p, 64), ncclInvalidUsage, "ncclMemAlloc without a fallback");
+        if (p || !strstr(ncclGetLastError(NULL), "WEFT_NCCL_FALLBACK_LIB"))
+            fails += rank_fail("the refusal does not say why: %s", ncclGetLastError(NULL));
+        return fails;
+    }
+    setenv("WEFT_NCCL_FALLBACK_LIB", arg, 1);
+    EXPECT(ncclMemAlloc(&p, 64), ncclSuccess, "ncclMemAlloc through the fallback");
+    if (!p || *(unsigned *)p != 0x6e63636c)
+        fails += rank_fail("ncclMemAlloc's memory is not the fallback's");
+    EXPECT(ncclMemFree(p), ncclSuccess, "ncclMemFree through the fallback");
+    EXPECT(ncclRedOpCreatePreMulSum(NULL, NULL, ncclFloat, ncclScalarHostImmediate, NULL), ncclInvalidUsage,
+           "premulsum (not forwarded: it needs the fallback's own communicator)");
+    return fails;
+}
+
+typedef struct {
+    ncclComm_t comm;
+    ncclResult_t result;
+    char error[256];
+    long done_ms;
+} blocked_call_t;
+
+static void *blocked_allreduce(void *arg)
+{
+    blocked_call_t *c = arg;
+    static float v[4096], r[4096];
+    c->result = ncclAllReduce(v, r, 4096, ncclFloat, ncclSum, c->comm, NULL);
+    snprintf(c->error, sizeof(c->error), "%s", ncclGetLastError(c->comm));
+    c->done_ms = now_ms();
+    return NULL;
+}
+
+/* ncclCommAbort from another thread while a call waits for a peer that
+ * never comes (device deadline 60 s): the call fails at once, abort
+ * returns once it has, and the communicator is gone. */
+static int abort_from_thread(int rank, int nranks, void *arg)
+{
+    blocked_call_t c = {0};
+    pthread_t t;
+    float v[4] = {0}, r[4];
+    int fails = 0;
+    (void)arg;
+    setenv("WEFT_DEVICE_TIMEOUT_MS", "60000", 1);
+    if (join(rank, nranks, &c.comm))
+        return 1;
+    EXPECT(ncclAllReduce(v, r, 4, ncclFloat, ncclSum, c.comm, NULL), ncclSuccess, "first allreduce");
+    if (rank == 1) {
+        rank_step("absent, waiting for rank 0 to abort");
+        sleep(2);
+        ncclCommAbort(c.comm);
+        return fails;
+    }
+    rank_step("allreduce in a thread, rank 1 absent");
+    if (pthread_create(&t, NULL, blocked_allreduce, &c) != 0)
+        return rank_fail("pthread_create");
+    usleep(300 * 1000);
+    long t0 = now_ms();
+    rank_step("ncclCommAbort while the allreduce waits");
+    ncclResult_t res = ncclCommAbort(c.comm);
+    long took = now_ms() - t0;
+    pthread_join(t, NULL);
+    if (res != ncclSuccess)
+        fails += rank_fail("ncclCommAbort: %d", (int)res);
+    if (c.result == ncclSuccess || c.done_ms == 0)
+        fails += rank_fail("the blocked allreduce returned %d after the abort", (int)c.result);
+    if (c.done_ms > t0 + took)
+        fails += rank_fail("the allreduce returned after ncclCommAbort had freed the communicator");
+    if (took > 2000)
+        fails += rank_fail("ncclCommAbort took %ld ms", took);
+    return fails;
+}
+
 int main(void)
 {
     /* the buffers here are host memory: the host backend, whatever the build */
     setenv("WEFT_BACKEND", "host", 1);
-    plan(13);
+    plan(14);
     no_comm();
     ok(run_ranks(4, 60000, collectives, NULL, NULL),
        "4 ranks: every collective, every type and op, in place, refusals that leave the communicator working");
@@ -437,5 +517,9 @@ int main(void)
        "ncclCommInitAll: 3 ranks in one process, grouped allreduce from one thread");
     ok(run_ranks(3, 60000, absent, NULL, NULL),
        "a rank that stops taking part: the others' allreduce fails naming it, in bounded time");
+    ok(run_ranks(1, 30000, forwarded, NULL, NULL) && run_ranks(1, 30000, forwarded, FAKE_NCCL, NULL),
+       "ncclMemAlloc/Free: refused saying why without WEFT_NCCL_FALLBACK_LIB, forwarded to it with one");
+    ok(run_ranks(2, 60000, abort_from_thread, NULL, NULL),
+       "ncclCommAbort from another thread ends a waiting allreduce, then frees the communicator");
     return test_done();
 }
