@@ -388,9 +388,11 @@ typedef struct weft_comm_window weft_comm_window_t;
  * Where every rank's buffers lie in windows (at any offsets, aligned to
  * the element size), the large-message algorithms skip scratch: an
  * allreduce by reduce-scatter+allgather (input and output in windows)
- * reads its peers' inputs and writes their outputs; allgather and
- * reduce-scatter (input in a window) read the peers' inputs. Otherwise
- * they stage as before. Every rank of the communicator must be on this
+ * reads its peers' inputs and writes their outputs; allgather,
+ * reduce-scatter, reduce and all-to-all (inputs in windows; for
+ * all-to-all, not overlapping the output) read the peers' inputs, and a
+ * broadcast reads the root's input where that alone lies in a window.
+ * Otherwise they stage as before. Every rank of the communicator must be on this
  * host: WEFT_ERR_UNSUPPORTED otherwise. At most 32 windows at once.
  */
 WEFT_API weft_status_t weft_comm_window_register(weft_comm_t *comm, void *buf, size_t bytes,

@@ -652,12 +652,15 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
     a.winfo_off = comm->coll->winfo_off;
     a.in_win = a.out_win = -1;
     /* Buffers in windows (the zero-copy bodies; aligned for their typed
-     * loops): allreduce reads peers' inputs and writes their outputs,
-     * allgather and reduce-scatter read peers' inputs. */
-    if ((c->coll == WEFT_COLL_ALLREDUCE || c->coll == WEFT_COLL_ALLGATHER || c->coll == WEFT_COLL_REDUCE_SCATTER) &&
-        a.win && (uintptr_t)c->in % weft_dtype_size((weft_dtype_t)c->dtype) == 0 &&
-        (uintptr_t)c->out % weft_dtype_size((weft_dtype_t)c->dtype) == 0) {
-        a.in_win = weft_window_find(comm, c->in, c->coll == WEFT_COLL_REDUCE_SCATTER ? total : bytes, &a.in_off);
+     * loops): allreduce reads peers' inputs and writes their outputs; the
+     * others read peers' inputs (broadcast the root's only). All-to-all
+     * reads inputs while their owners write outputs: not where they overlap. */
+    if (c->coll != WEFT_COLL_BARRIER && a.win && (uintptr_t)c->in % weft_dtype_size((weft_dtype_t)c->dtype) == 0 &&
+        (uintptr_t)c->out % weft_dtype_size((weft_dtype_t)c->dtype) == 0 &&
+        !(c->coll == WEFT_COLL_ALLTOALL && (const char *)c->out < (const char *)c->in + total &&
+          (const char *)c->in < (const char *)c->out + total)) {
+        size_t in_bytes = c->coll == WEFT_COLL_REDUCE_SCATTER || c->coll == WEFT_COLL_ALLTOALL ? total : bytes;
+        a.in_win = weft_window_find(comm, c->in, in_bytes, &a.in_off);
         if (c->coll == WEFT_COLL_ALLREDUCE)
             a.out_win = weft_window_find(comm, c->out, bytes, &a.out_off);
     }

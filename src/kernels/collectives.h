@@ -721,21 +721,47 @@ WEFT_DEVICE void weft_coll_reduce_scatter_mesh(const weft_kctx_t *k, void *args)
     }
 }
 
-/* Broadcast: the root stages, the others read the root's scratch. */
+/* After the first barrier: rank @p q's input as mapped here if it
+ * published one in a window (weft_coll_zc_publish), else NULL. */
+WEFT_DEVICE const char *weft_coll_zc_input_of(const weft_kctx_t *k, const weft_coll_args_t *a, int q)
+{
+    char *base = q == a->rank ? a->pkt : (char *)a->chp[q].dst;
+    uint64_t *row = (uint64_t *)(base + a->winfo_off) + 4 * (uint64_t)k->block;
+    uint64_t iw = weft_load_relaxed_u64(&row[0]);
+    if (iw == 0 || iw > WEFT_COLL_MAX_WINDOWS)
+        return NULL;
+    return a->win[(iw - 1) * (uint64_t)a->nranks + (uint64_t)q] + weft_load_relaxed_u64(&row[1]);
+}
+
+/* Broadcast: the root stages, the others read the root's scratch; or,
+ * where the root's input lies in a window, everyone copies straight from
+ * it (only the root's row decides, so every rank agrees after the first
+ * barrier; the other ranks need no windows). */
 WEFT_DEVICE void weft_coll_broadcast_mesh(const weft_kctx_t *k, void *args)
 {
     weft_coll_args_t *a = (weft_coll_args_t *)args;
     uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), chunk = weft_coll_chunk(k, a, 1), first, end;
+    int root_window;
     weft_coll_range(k, a, a->count, &first, &end);
+    if (first >= end)
+        return;
+    root_window = weft_coll_zc_publish(k, a, 0) && a->rank == a->root;
     for (uint64_t e0 = first; e0 < end; e0 += chunk) {
         uint64_t ce = end - e0 < chunk ? end - e0 : chunk;
-        if (a->rank == a->root) {
+        const char *src;
+        if (a->rank == a->root && !root_window) {
             weft_coll_copy(k, a, weft_coll_peer_scratch(k, a, a->rank), a->in + e0 * es, ce * es);
             if (a->out != a->in)
                 weft_coll_copy(k, a, a->out + e0 * es, a->in + e0 * es, ce * es);
         }
         if (weft_coll_barrier(k, a))
             return;
+        if (e0 == first && (src = weft_coll_zc_input_of(k, a, a->root)) != NULL) {
+            if (a->out != src + first * es)
+                weft_coll_copy(k, a, a->out + first * es, src + first * es, (end - first) * es);
+            weft_coll_barrier(k, a); /* the root returns once everyone has read its input */
+            return;
+        }
         if (a->rank != a->root)
             weft_coll_copy(k, a, a->out + e0 * es, weft_coll_peer_scratch(k, a, a->root), ce * es);
         if (weft_coll_barrier(k, a))
@@ -743,18 +769,47 @@ WEFT_DEVICE void weft_coll_broadcast_mesh(const weft_kctx_t *k, void *args)
     }
 }
 
-/* Reduce: everyone stages, the root reduces. */
+/* Reduce: everyone stages, the root reduces; or, where every rank's input
+ * lies in a window, the root reduces from the inputs straight into its
+ * output (the first barrier agrees on it, as in the allreduce). */
 WEFT_DEVICE void weft_coll_reduce_mesh(const weft_kctx_t *k, void *args)
 {
     weft_coll_args_t *a = (weft_coll_args_t *)args;
     uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), chunk = weft_coll_chunk(k, a, 1), first, end;
     char *in = weft_coll_peer_scratch(k, a, a->rank), *acc = in + a->scratch_half;
+    int windows;
     weft_coll_range(k, a, a->count, &first, &end);
+    if (first >= end)
+        return;
+    windows = weft_coll_zc_publish(k, a, 0);
     for (uint64_t e0 = first; e0 < end; e0 += chunk) {
         uint64_t ce = end - e0 < chunk ? end - e0 : chunk;
-        weft_coll_copy(k, a, in, a->in + e0 * es, ce * es);
-        if (weft_coll_barrier(k, a))
+        if (e0 != first || !windows)
+            weft_coll_copy(k, a, in, a->in + e0 * es, ce * es);
+        if (e0 == first) {
+            const char *zin[WEFT_COLL_MAX_FAN];
+            char *zout[WEFT_COLL_MAX_FAN];
+            int m = weft_coll_zc_meet(k, a, zin, zout, 0);
+            if (m < 0)
+                return;
+            if (m == 1) {
+                if (a->rank == a->root) {
+                    for (int q = 0; q < a->nranks; q++)
+                        zin[q] += first * es;
+                    weft_coll_reduce_from(k, a, a->out + first * es, zin, end - first);
+                }
+                weft_coll_barrier(k, a); /* no rank returns while the root reads its input */
+                return;
+            }
+            if (m == 2) {
+                if (windows)
+                    weft_coll_copy(k, a, in, a->in + e0 * es, ce * es);
+                if (weft_coll_barrier(k, a))
+                    return;
+            }
+        } else if (weft_coll_barrier(k, a)) {
             return;
+        }
         if (a->rank == a->root) {
             weft_coll_reduce_all(k, a, acc, 0, ce);
             weft_coll_sync(k, a);
@@ -765,20 +820,49 @@ WEFT_DEVICE void weft_coll_reduce_mesh(const weft_kctx_t *k, void *args)
     }
 }
 
-/* All-to-all: block q of this rank's input goes to rank q. */
+/* All-to-all: block q of this rank's input goes to rank q. Where every
+ * rank's input lies in a window (and not under its output: the host
+ * checks), each rank copies its block straight from every input (the
+ * first barrier agrees on it, as in the allreduce). */
 WEFT_DEVICE void weft_coll_alltoall_mesh(const weft_kctx_t *k, void *args)
 {
     weft_coll_args_t *a = (weft_coll_args_t *)args;
     uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), n = (uint64_t)a->nranks;
     uint64_t chunk = weft_coll_chunk(k, a, n), first, end;
     char *in = weft_coll_peer_scratch(k, a, a->rank);
+    int windows;
     weft_coll_range(k, a, a->count, &first, &end);
+    if (first >= end)
+        return;
+    windows = weft_coll_zc_publish(k, a, 0);
     for (uint64_t e0 = first; e0 < end; e0 += chunk) {
         uint64_t ce = end - e0 < chunk ? end - e0 : chunk;
-        for (uint64_t q = 0; q < n; q++)
-            weft_coll_copy(k, a, in + q * ce * es, a->in + (q * a->count + e0) * es, ce * es);
-        if (weft_coll_barrier(k, a))
+        if (e0 != first || !windows)
+            for (uint64_t q = 0; q < n; q++)
+                weft_coll_copy(k, a, in + q * ce * es, a->in + (q * a->count + e0) * es, ce * es);
+        if (e0 == first) {
+            const char *zin[WEFT_COLL_MAX_FAN];
+            char *zout[WEFT_COLL_MAX_FAN];
+            int m = weft_coll_zc_meet(k, a, zin, zout, 0);
+            if (m < 0)
+                return;
+            if (m == 1) {
+                for (uint64_t q = 0; q < n; q++)
+                    weft_coll_copy(k, a, a->out + (q * a->count + first) * es,
+                                   zin[q] + ((uint64_t)a->rank * a->count + first) * es, (end - first) * es);
+                weft_coll_barrier(k, a); /* no rank returns while others read its input */
+                return;
+            }
+            if (m == 2) {
+                if (windows)
+                    for (uint64_t q = 0; q < n; q++)
+                        weft_coll_copy(k, a, in + q * ce * es, a->in + (q * a->count + e0) * es, ce * es);
+                if (weft_coll_barrier(k, a))
+                    return;
+            }
+        } else if (weft_coll_barrier(k, a)) {
             return;
+        }
         for (uint64_t q = 0; q < n; q++)
             weft_coll_copy(k, a, a->out + (q * a->count + e0) * es,
                            weft_coll_peer_scratch(k, a, (int)q) + (uint64_t)a->rank * ce * es, ce * es);

@@ -243,7 +243,7 @@ int main(void)
      * allgather, whose inputs all lie in windows there too) */
     setenv("WEFT_COLL_BLOCKS", "1", 1);
     ok(run_ranks(4, 300000, rank_main, WINDOWS, NULL),
-       "4 ranks, buffers in windows at different offsets (zero-copy allreduce, allgather, reduce-scatter): the same "
+       "4 ranks, buffers in windows at different offsets (every collective zero-copy): the same "
        "sweep");
     setenv("WEFT_COLL_BLOCKS", "3", 1);
     ok(run_ranks(3, 300000, rank_main, WINDOWS, NULL), "3 ranks with 3 blocks, buffers in windows: the same sweep");
