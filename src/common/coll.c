@@ -661,7 +661,7 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
           (const char *)c->in < (const char *)c->out + total)) {
         size_t in_bytes = c->coll == WEFT_COLL_REDUCE_SCATTER || c->coll == WEFT_COLL_ALLTOALL ? total : bytes;
         a.in_win = weft_window_find(comm, c->in, in_bytes, &a.in_off);
-        if (c->coll == WEFT_COLL_ALLREDUCE)
+        if (c->coll == WEFT_COLL_ALLREDUCE || (c->coll == WEFT_COLL_REDUCE && c->out))
             a.out_win = weft_window_find(comm, c->out, bytes, &a.out_off);
     }
     if (comm->coll->ring) {

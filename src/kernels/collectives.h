@@ -770,8 +770,11 @@ WEFT_DEVICE void weft_coll_broadcast_mesh(const weft_kctx_t *k, void *args)
 }
 
 /* Reduce: everyone stages, the root reduces; or, where every rank's input
- * lies in a window, the root reduces from the inputs straight into its
- * output (the first barrier agrees on it, as in the allreduce). */
+ * lies in a window, from the inputs directly (the first barrier agrees on
+ * it, as in the allreduce): if the root's output lies in one too, every
+ * rank reduces its share of the elements straight into it, else the root
+ * reduces them all. In place on the root is safe as in the allreduce: a
+ * share is read and written by one rank. */
 WEFT_DEVICE void weft_coll_reduce_mesh(const weft_kctx_t *k, void *args)
 {
     weft_coll_args_t *a = (weft_coll_args_t *)args;
@@ -793,12 +796,19 @@ WEFT_DEVICE void weft_coll_reduce_mesh(const weft_kctx_t *k, void *args)
             if (m < 0)
                 return;
             if (m == 1) {
-                if (a->rank == a->root) {
-                    for (int q = 0; q < a->nranks; q++)
-                        zin[q] += first * es;
-                    weft_coll_reduce_from(k, a, a->out + first * es, zin, end - first);
+                uint64_t lo = first, hi = end;
+                char *dst = a->rank == a->root ? a->out : NULL;
+                if (zout[a->root]) {
+                    lo = first + (end - first) * (uint64_t)a->rank / (uint64_t)a->nranks;
+                    hi = first + (end - first) * (uint64_t)(a->rank + 1) / (uint64_t)a->nranks;
+                    dst = zout[a->root];
                 }
-                weft_coll_barrier(k, a); /* no rank returns while the root reads its input */
+                if (dst) {
+                    for (int q = 0; q < a->nranks; q++)
+                        zin[q] += lo * es;
+                    weft_coll_reduce_from(k, a, dst + lo * es, zin, hi - lo);
+                }
+                weft_coll_barrier(k, a); /* no rank returns while others read its input or write its output */
                 return;
             }
             if (m == 2) {

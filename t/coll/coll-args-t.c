@@ -201,6 +201,23 @@ static int windows(int rank, int nranks, void *arg)
                 break;
             }
     }
+    /* reduce with the inputs in windows: into the root's output in a
+     * window (every rank reduces a share) and outside one (the root alone) */
+    for (int outside = 0; outside < 2; outside++) {
+        float *out = outside ? h : r + 1;
+        int root = nranks - 1;
+        for (size_t i = 0; i < m; i++)
+            d[i] = (float)(rank * 2 + i % 7);
+        EXPECT(weft_reduce(d, rank == root ? out : NULL, m, WEFT_FLOAT32, WEFT_SUM, root, comm, s), WEFT_OK,
+               "reduce from windows");
+        EXPECT(weft_stream_synchronize(s), WEFT_OK, "synchronize");
+        for (size_t i = 0; rank == root && i < m; i++)
+            if (out[i] != (float)(nranks * (nranks - 1) + nranks * (i % 7))) {
+                fails += rank_fail("reduce into a root output %s a window: element %zu is %g",
+                                   outside ? "outside" : "in", i, out[i]);
+                break;
+            }
+    }
     EXPECT(weft_comm_window_deregister(w2), WEFT_OK, "deregister the output's window");
     EXPECT(weft_comm_window_deregister(w), WEFT_OK, "deregister the input's window");
     weft_mem_free(comm, d);
@@ -223,6 +240,6 @@ int main(void)
        "a rank that never joins: a large allreduce (per-block teams) ends in WEFT_ERR_TIMEOUT naming it, in bounded time");
     ok(run_ranks(2, 30000, windows, NULL, NULL),
        "windows: bad arguments refused; an unregistrable buffer on one rank fails all, naming it; then allreduce in "
-       "windows in place and not");
+       "windows in place and not, and reduce into a root output in a window and outside one");
     return test_done();
 }
