@@ -769,7 +769,13 @@ WEFT_DEVICE void weft_coll_broadcast_mesh(const weft_kctx_t *k, void *args)
     }
 }
 
-/* Reduce: everyone stages, the root reduces; or, where every rank's input
+/* A staged reduce of a chunk this large spreads the reduction over the
+ * ranks (each reduces a share, the root gathers them): one more barrier,
+ * but the root no longer reads every rank's whole chunk alone. */
+#define WEFT_COLL_REDUCE_SPREAD_BYTES (32u << 10)
+
+/* Reduce: everyone stages, the root reduces (large chunks: every rank a
+ * share, gathered by the root); or, where every rank's input
  * lies in a window, from the inputs directly (the first barrier agrees on
  * it, as in the allreduce): if the root's output lies in one too, every
  * rank reduces its share of the elements straight into it, else the root
@@ -820,10 +826,24 @@ WEFT_DEVICE void weft_coll_reduce_mesh(const weft_kctx_t *k, void *args)
         } else if (weft_coll_barrier(k, a)) {
             return;
         }
-        if (a->rank == a->root) {
-            weft_coll_reduce_all(k, a, acc, 0, ce);
-            weft_coll_sync(k, a);
-            weft_coll_copy(k, a, a->out + e0 * es, acc, ce * es);
+        if (ce * es < WEFT_COLL_REDUCE_SPREAD_BYTES) {
+            if (a->rank == a->root) {
+                weft_coll_reduce_all(k, a, acc, 0, ce);
+                weft_coll_sync(k, a);
+                weft_coll_copy(k, a, a->out + e0 * es, acc, ce * es);
+            }
+        } else {
+            /* every rank reduces its share, then the root gathers the shares */
+            uint64_t lo = ce * (uint64_t)a->rank / (uint64_t)a->nranks;
+            uint64_t hi = ce * (uint64_t)(a->rank + 1) / (uint64_t)a->nranks;
+            weft_coll_reduce_all(k, a, acc + lo * es, lo * es, hi - lo);
+            if (weft_coll_barrier(k, a))
+                return;
+            for (int q = 0; q < a->nranks && a->rank == a->root; q++) {
+                uint64_t qlo = ce * (uint64_t)q / (uint64_t)a->nranks, qhi = ce * (uint64_t)(q + 1) / (uint64_t)a->nranks;
+                weft_coll_copy(k, a, a->out + (e0 + qlo) * es,
+                               weft_coll_peer_scratch(k, a, q) + a->scratch_half + qlo * es, (qhi - qlo) * es);
+            }
         }
         if (weft_coll_barrier(k, a))
             return;
