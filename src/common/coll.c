@@ -182,11 +182,15 @@ struct weft_coll_ctx {
     int team_forced;                     /* WEFT_COLL_BLOCKS: that many, whatever the size */
     size_t bsync_off;                    /* their sync area in the packet buffer */
     size_t winfo_off;                    /* the per-block window rows (weft_coll_zc_publish) */
-    uint64_t packet_calls;
+    weft_gpu_alloc_t calls;              /* per block: LL-packet calls made (weft_coll_packet_call) */
     int mesh;                            /* the memory channels above exist */
     struct weft_coll_ring *ring;         /* set up by the first ring algorithm */
     weft_switch_channel_t *sc;           /* set up by the first switch algorithm */
     weft_gpu_alloc_t sc_handle;          /* its device handle, device-visible */
+    /* the last launch, as a CUDA/HIP graph would hold it (weft_coll_replay_last) */
+    weft_coll_args_t last_args;
+    weft_gpu_launch_t last_launch;
+    int has_last;
 };
 
 /* The ring algorithms' port channels (coll_ring.h): to next and prev. */
@@ -258,6 +262,8 @@ void weft_coll_ctx_destroy(weft_comm_t *comm)
         comm->gpu->mem_free(comm->gctx, &x->handles);
     if (x->gbar.ptr)
         comm->gpu->mem_free(comm->gctx, &x->gbar);
+    if (x->calls.ptr)
+        comm->gpu->mem_free(comm->gctx, &x->calls);
     free(x->rscratch);
     free(x->rpkt);
     free(x->conn);
@@ -468,7 +474,8 @@ static weft_status_t coll_setup(weft_comm_t *comm)
     if ((status = comm->gpu->mem_alloc(comm->gctx, 2 * hb, 0, &x->handles)) != WEFT_OK)
         goto err;
 shape:
-    if ((status = comm->gpu->mem_alloc(comm->gctx, 64, WEFT_GPU_MEM_SYNC, &x->gbar)) != WEFT_OK)
+    if ((status = comm->gpu->mem_alloc(comm->gctx, 64, WEFT_GPU_MEM_SYNC, &x->gbar)) != WEFT_OK ||
+        (status = comm->gpu->mem_alloc(comm->gctx, WEFT_COLL_MAX_TEAMS * sizeof(uint64_t), 0, &x->calls)) != WEFT_OK)
         goto err;
     /* Launch shape. Host: a block is one CPU thread, and ranks already
      * share the cores: one. GPU: one block of 512 threads for the bodies
@@ -647,6 +654,7 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
     a.chp = a.ch + comm->nranks;
     a.ctl = comm->ctl_dev;
     a.gbar = (uint64_t *)comm->coll->gbar.ptr;
+    a.calls = (uint64_t *)comm->coll->calls.ptr;
     a.sc = (const weft_switch_channel_dev_t *)comm->coll->sc_handle.ptr;
     a.win = weft_window_table(comm);
     a.winfo_off = comm->coll->winfo_off;
@@ -668,11 +676,6 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
         a.pc = (weft_port_channel_dev_t *)comm->coll->ring->handles.ptr;
         a.ring_slot = comm->coll->ring->slot;
     }
-    if (algo->packet) {
-        uint64_t call = comm->coll->packet_calls++;
-        a.flag = (uint32_t)(call % 0xffffffffull) + 1; /* every rank counts the same calls */
-        a.half = call & 1;
-    }
     l.name = k->name;
     l.host_fn = k->host_fn;
     l.nblocks = comm->coll->nblocks;
@@ -686,7 +689,18 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
     l.args = &a;
     l.args_size = sizeof(a);
     weft_debug(WEFT_SUB_COLL, "%s of %zu bytes: %s", weft_coll_name(c->coll), bytes, algo->name);
+    comm->coll->last_args = a;
+    comm->coll->last_launch = l;
+    comm->coll->last_launch.args = &comm->coll->last_args;
+    comm->coll->has_last = 1;
     return comm->gpu->launch(comm->gctx, &l, stream->s);
+}
+
+weft_status_t weft_coll_replay_last(weft_comm_t *comm, weft_stream_t *stream)
+{
+    if (!comm || !stream || !comm->coll || !comm->coll->has_last)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    return comm->gpu->launch(comm->gctx, &comm->coll->last_launch, stream->s);
 }
 
 weft_status_t weft_coll_algorithm(weft_comm_t *comm, const char *collective, size_t bytes, const char **name)

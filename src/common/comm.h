@@ -66,6 +66,11 @@ struct weft_stream {
 };
 
 void weft_coll_ctx_destroy(weft_comm_t *comm);
+/* Launches the communicator's last collective kernel again with the very
+ * same arguments, as a replayed CUDA/HIP graph does: what tests use to
+ * check that nothing a kernel needs to differ between calls is fixed at
+ * launch (t/coll/replay-t). */
+weft_status_t weft_coll_replay_last(weft_comm_t *comm, weft_stream_t *stream);
 void weft_p2p_ctx_destroy(weft_comm_t *comm);
 /* Collective: serializes @p local, gathers every rank's, imports the
  * peers' into remote[p] (remote[rank] untouched). */

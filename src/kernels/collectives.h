@@ -54,8 +54,7 @@ typedef struct {
     uint64_t count;   /* elements: per rank (allgather, alltoall block), total otherwise */
     uint32_t dtype, op;
     int32_t rank, nranks, root;
-    uint32_t flag;    /* packet flag of this call (never 0) */
-    uint64_t half;    /* packet buffer half of this call: 0 or 1 */
+    uint64_t *calls;  /* [block]: LL-packet calls made (device memory; weft_coll_packet_call) */
     char *scratch;    /* this rank's scratch: IN at 0, OUT at scratch_half */
     char *pkt;        /* this rank's packet buffer */
     uint64_t scratch_half;
@@ -377,6 +376,37 @@ WEFT_DEVICE uint64_t weft_coll_chunk(const weft_kctx_t *k, weft_coll_args_t *a, 
 
 /* ---------------------------------------------------------------- */
 
+/*
+ * The LL-packet calls count themselves on the device: block b reads its
+ * counter as it starts and advances it as it ends, so a launch replayed
+ * from a CUDA/HIP graph, whose arguments are frozen, still marks its
+ * packets with a new flag and alternates buffer halves. Every block of
+ * every rank counts the same calls (packet launches all have the
+ * communicator's block count). The flag is never 0.
+ */
+typedef struct {
+    uint64_t call, half;
+    uint32_t flag;
+} weft_coll_pkt_call_t;
+
+WEFT_DEVICE weft_coll_pkt_call_t weft_coll_packet_call(const weft_kctx_t *k, const weft_coll_args_t *a)
+{
+    weft_coll_pkt_call_t c;
+    c.call = weft_load_relaxed_u64(&a->calls[k->block]);
+    c.flag = (uint32_t)(c.call % 0xffffffffull) + 1;
+    c.half = c.call & 1;
+    return c;
+}
+
+/* At the end of a packet body: every thread of the block read the counter
+ * before the body's grid syncs, so thread 0 may advance it now. (A body
+ * that gave up leaves it: its communicator has failed.) */
+WEFT_DEVICE void weft_coll_packet_done(const weft_kctx_t *k, const weft_coll_args_t *a, const weft_coll_pkt_call_t *c)
+{
+    if (k->thread == 0)
+        weft_store_relaxed_u64(&a->calls[k->block], c->call + 1);
+}
+
 /* One-shot allreduce with LL16 packets, for small messages. */
 WEFT_DEVICE void weft_coll_allreduce_packet(const weft_kctx_t *k, void *args)
 {
@@ -384,17 +414,18 @@ WEFT_DEVICE void weft_coll_allreduce_packet(const weft_kctx_t *k, void *args)
     size_t es = weft_dtype_size((weft_dtype_t)a->dtype);
     uint64_t bytes = a->count * es, half_bytes = a->pkt_slot * (uint64_t)a->nranks;
     char *acc = a->scratch + a->scratch_half, *tmp = a->scratch;
+    weft_coll_pkt_call_t pc = weft_coll_packet_call(k, a);
     for (int p = 0; p < a->nranks; p++)
         if (p != a->rank)
-            weft_ll16_put((weft_ll16_t *)(a->chp[p].dst + a->half * half_bytes + (uint64_t)a->rank * a->pkt_slot),
-                          a->in, bytes, a->flag, weft_gtid(k), weft_gnthreads(k));
+            weft_ll16_put((weft_ll16_t *)(a->chp[p].dst + pc.half * half_bytes + (uint64_t)a->rank * a->pkt_slot),
+                          a->in, bytes, pc.flag, weft_gtid(k), weft_gnthreads(k));
     weft_coll_copy(k, a, acc, a->in, bytes);
     for (int p = 0; p < a->nranks; p++) {
         if (p == a->rank)
             continue;
         weft_coll_grid_sync(k, a);
-        if (weft_ll16_unpack(tmp, (weft_ll16_t *)(a->pkt + a->half * half_bytes + (uint64_t)p * a->pkt_slot), bytes,
-                             a->flag, weft_gtid(k), weft_gnthreads(k), a->ctl, p))
+        if (weft_ll16_unpack(tmp, (weft_ll16_t *)(a->pkt + pc.half * half_bytes + (uint64_t)p * a->pkt_slot), bytes,
+                             pc.flag, weft_gtid(k), weft_gnthreads(k), a->ctl, p))
             return;
         weft_coll_grid_sync(k, a);
         weft_coll_reduce(k, a, acc, tmp, a->count);
@@ -403,6 +434,7 @@ WEFT_DEVICE void weft_coll_allreduce_packet(const weft_kctx_t *k, void *args)
     weft_coll_finish_avg(k, a, acc, a->count);
     weft_coll_grid_sync(k, a);
     weft_coll_copy(k, a, a->out, acc, bytes);
+    weft_coll_packet_done(k, a, &pc);
 }
 
 /*
@@ -428,19 +460,20 @@ WEFT_DEVICE void weft_coll_allreduce_packet2(const weft_kctx_t *k, void *args)
     uint64_t region2 = a->pkt_slot / 2 / 16 * 16;
     uint64_t lo = weft_coll_block_lo(a, a->rank), mine = weft_coll_block_lo(a, a->rank + 1) - lo;
     char *acc = a->scratch + a->scratch_half, *tmp = a->scratch;
-    char *own = a->pkt + a->half * half_bytes; /* our packet buffer, this call's half */
+    weft_coll_pkt_call_t pc = weft_coll_packet_call(k, a);
+    char *own = a->pkt + pc.half * half_bytes; /* our packet buffer, this call's half */
     for (int p = 0; p < a->nranks; p++) {
         uint64_t plo = weft_coll_block_lo(a, p), pn = weft_coll_block_lo(a, p + 1) - plo;
         if (p != a->rank)
-            weft_ll16_put((weft_ll16_t *)(a->chp[p].dst + a->half * half_bytes + (uint64_t)a->rank * a->pkt_slot),
-                          a->in + plo * es, pn * es, a->flag, weft_gtid(k), weft_gnthreads(k));
+            weft_ll16_put((weft_ll16_t *)(a->chp[p].dst + pc.half * half_bytes + (uint64_t)a->rank * a->pkt_slot),
+                          a->in + plo * es, pn * es, pc.flag, weft_gtid(k), weft_gnthreads(k));
     }
     weft_coll_copy(k, a, acc, a->in + lo * es, mine * es);
     for (int p = 0; p < a->nranks; p++) {
         if (p == a->rank)
             continue;
         weft_coll_grid_sync(k, a);
-        if (weft_ll16_unpack(tmp, (weft_ll16_t *)(own + (uint64_t)p * a->pkt_slot), mine * es, a->flag,
+        if (weft_ll16_unpack(tmp, (weft_ll16_t *)(own + (uint64_t)p * a->pkt_slot), mine * es, pc.flag,
                              weft_gtid(k), weft_gnthreads(k), a->ctl, p))
             return;
         weft_coll_grid_sync(k, a);
@@ -451,9 +484,9 @@ WEFT_DEVICE void weft_coll_allreduce_packet2(const weft_kctx_t *k, void *args)
     weft_coll_grid_sync(k, a);
     for (int p = 0; p < a->nranks; p++)
         if (p != a->rank)
-            weft_ll16_put((weft_ll16_t *)(a->chp[p].dst + a->half * half_bytes + (uint64_t)a->rank * a->pkt_slot +
+            weft_ll16_put((weft_ll16_t *)(a->chp[p].dst + pc.half * half_bytes + (uint64_t)a->rank * a->pkt_slot +
                                           region2),
-                          acc, mine * es, a->flag, weft_gtid(k), weft_gnthreads(k));
+                          acc, mine * es, pc.flag, weft_gtid(k), weft_gnthreads(k));
     /* the input was read above (block p went out in the first loop) */
     weft_coll_copy(k, a, a->out + lo * es, acc, mine * es);
     for (int p = 0; p < a->nranks; p++) {
@@ -461,12 +494,13 @@ WEFT_DEVICE void weft_coll_allreduce_packet2(const weft_kctx_t *k, void *args)
         if (p == a->rank)
             continue;
         weft_coll_grid_sync(k, a);
-        if (weft_ll16_unpack(tmp, (weft_ll16_t *)(own + (uint64_t)p * a->pkt_slot + region2), pn * es, a->flag,
+        if (weft_ll16_unpack(tmp, (weft_ll16_t *)(own + (uint64_t)p * a->pkt_slot + region2), pn * es, pc.flag,
                              weft_gtid(k), weft_gnthreads(k), a->ctl, p))
             return;
         weft_coll_grid_sync(k, a);
         weft_coll_copy(k, a, a->out + plo * es, tmp, pn * es);
     }
+    weft_coll_packet_done(k, a, &pc);
 }
 
 /*
