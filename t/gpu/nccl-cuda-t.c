@@ -1,0 +1,156 @@
+/*
+ * The NCCL API on the cuda backend, as a CUDA program uses it: device
+ * buffers from cudaMalloc, the program's own stream, and collectives
+ * captured in a CUDA graph and replayed with new inputs (as inference
+ * engines do). Ranks are processes on the GPU(s) here. Skips with a reason
+ * where no CUDA GPU is visible; fails then under WEFT_TEST_STRICT=1.
+ */
+#include "tap/basic.h"
+#include "tap/ranks.h"
+#include "weft/nccl.h"
+
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static ncclUniqueId id;
+
+#define CUDA_OK(call, what)                                                                                        \
+    do {                                                                                                           \
+        cudaError_t e_ = (call);                                                                                   \
+        if (e_ != cudaSuccess)                                                                                     \
+            return rank_fail("%s: %s", what, cudaGetErrorString(e_));                                              \
+    } while (0)
+#define NCCL_OK(call, what)                                                                                        \
+    do {                                                                                                           \
+        ncclResult_t r_ = (call);                                                                                  \
+        if (r_ != ncclSuccess)                                                                                     \
+            return rank_fail("%s: %s (%s)", what, ncclGetErrorString(r_), ncclGetLastError(NULL));                 \
+    } while (0)
+
+/* Copies @p n floats back and compares them with want(i) = base * nranks-sum + i % 17 * nranks. */
+static int check(const float *dev, size_t n, float sum_of_bases, int nranks, const char *what)
+{
+    float *h = malloc(n * sizeof(float));
+    int bad = 0;
+    if (!h || cudaMemcpy(h, dev, n * sizeof(float), cudaMemcpyDeviceToHost) != cudaSuccess)
+        bad = rank_fail("%s: copy back failed", what);
+    for (size_t i = 0; !bad && i < n; i++) {
+        float want = sum_of_bases + (float)(nranks * (int)(i % 17));
+        if (h[i] != want)
+            bad = rank_fail("%s: element %zu is %g, want %g", what, i, h[i], want);
+    }
+    free(h);
+    return bad;
+}
+
+static int fill(float *dev, size_t n, float base)
+{
+    float *h = malloc(n * sizeof(float));
+    cudaError_t e;
+    if (!h)
+        return 1;
+    for (size_t i = 0; i < n; i++)
+        h[i] = base + (float)(i % 17);
+    e = cudaMemcpy(dev, h, n * sizeof(float), cudaMemcpyHostToDevice);
+    free(h);
+    return e != cudaSuccess;
+}
+
+/* allreduce on the program's stream, at sizes that take the LL-packet and
+ * the barrier algorithms; then each captured in a graph, replayed with new
+ * inputs each time */
+static int rank_main(int rank, int nranks, void *arg)
+{
+    static const size_t counts[] = {256, 4096, 1 << 20};
+    ncclComm_t comm;
+    cudaStream_t stream;
+    int ndev = 0, fails = 0;
+    (void)arg;
+    CUDA_OK(cudaGetDeviceCount(&ndev), "cudaGetDeviceCount");
+    CUDA_OK(cudaSetDevice(rank % ndev), "cudaSetDevice");
+    if (rank == 0)
+        NCCL_OK(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    if (!rank_share(0, &id, sizeof(id)))
+        return rank_fail("the id did not arrive");
+    NCCL_OK(ncclCommInitRank(&comm, nranks, id, rank), "ncclCommInitRank");
+    CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]) && !fails; c++) {
+        size_t n = counts[c];
+        float *in, *out;
+        char what[96];
+        cudaGraph_t graph;
+        cudaGraphExec_t exec;
+        CUDA_OK(cudaMalloc((void **)&in, n * sizeof(float)), "cudaMalloc");
+        CUDA_OK(cudaMalloc((void **)&out, n * sizeof(float)), "cudaMalloc");
+        rank_step("allreduce of %zu floats on the program's stream", n);
+        if (fill(in, n, (float)(rank + 1)))
+            return rank_fail("fill");
+        NCCL_OK(ncclAllReduce(in, out, n, ncclFloat, ncclSum, comm, stream), "ncclAllReduce");
+        CUDA_OK(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+        snprintf(what, sizeof(what), "allreduce of %zu floats", n);
+        fails += check(out, n, (float)(nranks * (nranks + 1) / 2), nranks, what);
+
+        rank_step("allreduce of %zu floats captured in a graph", n);
+        CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+        NCCL_OK(ncclAllReduce(in, out, n, ncclFloat, ncclSum, comm, stream), "ncclAllReduce under capture");
+        CUDA_OK(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
+        CUDA_OK(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+        for (int replay = 1; replay <= 4 && !fails; replay++) {
+            rank_step("graph of %zu floats, replay %d", n, replay);
+            if (fill(in, n, (float)((rank + 1) * (replay + 1))))
+                return rank_fail("fill");
+            CUDA_OK(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
+            CUDA_OK(cudaStreamSynchronize(stream), "cudaStreamSynchronize after a replay");
+            snprintf(what, sizeof(what), "graph replay %d of an allreduce of %zu floats", replay, n);
+            fails += check(out, n, (float)((replay + 1) * nranks * (nranks + 1) / 2), nranks, what);
+        }
+        cudaGraphExecDestroy(exec);
+        cudaGraphDestroy(graph);
+        cudaFree(in);
+        cudaFree(out);
+    }
+    ncclResult_t async = ncclSuccess;
+    ncclCommGetAsyncError(comm, &async);
+    if (async != ncclSuccess)
+        fails += rank_fail("async error: %s", ncclGetLastError(comm));
+    NCCL_OK(ncclCommDestroy(comm), "ncclCommDestroy");
+    cudaStreamDestroy(stream);
+    return fails;
+}
+
+/* In a child, so that this process never starts CUDA before forking ranks. */
+static int cuda_visible(void)
+{
+    int status = 0;
+    pid_t pid;
+    fflush(stdout);
+    pid = fork();
+    if (pid == 0) {
+        int n = 0;
+        _exit(cudaGetDeviceCount(&n) == cudaSuccess && n > 0 ? 0 : 1);
+    }
+    return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+int main(void)
+{
+    const char *strict = getenv("WEFT_TEST_STRICT");
+    unsetenv("WEFT_BACKEND"); /* the NCCL API picks the cuda backend by itself */
+    if (!cuda_visible()) {
+        if (strict && strcmp(strict, "1") == 0) {
+            plan(1);
+            ok(0, "a CUDA GPU is visible (WEFT_TEST_STRICT=1): none found");
+            return test_done();
+        }
+        skip_all("no CUDA GPU here: the NCCL API on the cuda backend is built, not run");
+    }
+    plan(1);
+    ok(run_ranks(2, 120000, rank_main, NULL, NULL),
+       "2 ranks, NCCL API on cuda: allreduce on the program's stream (LL packets and barriers), and captured in a "
+       "CUDA graph, replayed 4 times with new inputs");
+    return test_done();
+}
