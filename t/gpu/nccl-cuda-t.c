@@ -55,7 +55,11 @@ static int fill(float *dev, size_t n, float base)
         return 1;
     for (size_t i = 0; i < n; i++)
         h[i] = base + (float)(i % 17);
+    /* from pageable memory cudaMemcpy may return before the data lands,
+     * and the ranks' stream does not wait for the legacy stream */
     e = cudaMemcpy(dev, h, n * sizeof(float), cudaMemcpyHostToDevice);
+    if (e == cudaSuccess)
+        e = cudaDeviceSynchronize();
     free(h);
     return e != cudaSuccess;
 }
