@@ -562,6 +562,17 @@ static unsigned team_launch_blocks(const weft_comm_t *comm, uint64_t bytes, uint
     return (unsigned)WEFT_MAX(n, 1);
 }
 
+/* Setting up (collectively, allocating) cannot be recorded into a graph. */
+static weft_status_t refuse_setup_in_capture(weft_comm_t *comm, weft_stream_t *stream, const char *what)
+{
+    if (!weft_stream_is_capturing(stream))
+        return WEFT_OK;
+    weft_error(WEFT_SUB_COLL, "rank %d: %s sets up %s (collectively, allocating memory), which cannot be captured "
+               "in a CUDA/HIP graph: run one such call before capturing",
+               comm->rank, what, comm->coll ? "its algorithm's channels" : "the communicator's collectives");
+    return WEFT_ERR_UNSUPPORTED;
+}
+
 static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const coll_call_t *c)
 {
     weft_coll_args_t a;
@@ -614,7 +625,8 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
     }
     if (comm->nranks == 1)
         return WEFT_OK;
-    if (!comm->coll && (status = coll_setup(comm)) != WEFT_OK)
+    if (!comm->coll && ((status = refuse_setup_in_capture(comm, stream, weft_coll_name(c->coll))) != WEFT_OK ||
+                        (status = coll_setup(comm)) != WEFT_OK))
         return status;
     algo = select_algo(comm, c->coll, bytes, c->dtype, c->op);
     k = algo ? weft_builtin_find(algo->kernel) : NULL;
@@ -633,6 +645,9 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
         return weft_p2p_alltoall(comm, stream, c->in, c->out, bytes);
     }
     /* Collective too: every rank picks the same algorithm for the same call. */
+    if (((!algo->one_host && !comm->coll->ring) || (algo->switch_sum && !comm->coll->sc)) &&
+        (status = refuse_setup_in_capture(comm, stream, weft_coll_name(c->coll))) != WEFT_OK)
+        return status;
     if (!algo->one_host && !comm->coll->ring && (status = ring_setup(comm, comm->coll)) != WEFT_OK)
         return status;
     if (algo->switch_sum && !comm->coll->sc && (status = switch_setup(comm, comm->coll)) != WEFT_OK)

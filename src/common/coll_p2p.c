@@ -337,6 +337,13 @@ static weft_status_t run_ops(weft_comm_t *comm, weft_stream_t *stream, p2p_op_t 
     weft_status_t status = WEFT_OK;
     size_t kept = 0;
 
+    /* A group's descriptor lives in a host ring reused once the kernel that
+     * read it has ended: a graph replaying the launch would read another. */
+    if (weft_stream_is_capturing(stream)) {
+        weft_error(WEFT_SUB_COLL, "rank %d: point-to-point (send/recv, all-to-all across hosts, a tree broadcast) "
+                   "cannot be captured in a CUDA/HIP graph", comm->rank);
+        return WEFT_ERR_UNSUPPORTED;
+    }
     {
         weft_status_t async = WEFT_OK;
         weft_comm_get_async_error(comm, &async);

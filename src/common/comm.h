@@ -66,6 +66,8 @@ struct weft_stream {
 };
 
 void weft_coll_ctx_destroy(weft_comm_t *comm);
+/* 1 while @p stream records into a CUDA/HIP graph (never on the host backend). */
+int weft_stream_is_capturing(const weft_stream_t *stream);
 /* Launches the communicator's last collective kernel again with the very
  * same arguments, as a replayed CUDA/HIP graph does: what tests use to
  * check that nothing a kernel needs to differ between calls is fixed at

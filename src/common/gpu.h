@@ -15,7 +15,7 @@
 #include "weft.h"
 #include "weft/device.h"
 
-#define WEFT_GPU_ABI_VERSION 3
+#define WEFT_GPU_ABI_VERSION 4
 
 /* Capabilities. */
 #define WEFT_CAP_IPC (1ull << 0)         /* peers on the host can map device memory */
@@ -126,6 +126,8 @@ typedef struct weft_gpu_ops {
     weft_status_t (*stream_sync)(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *stream);
     /* WEFT_OK when everything queued on the stream ran, WEFT_INPROGRESS when not. */
     weft_status_t (*stream_query)(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *stream);
+    /* *capturing = 1 while the stream records into a CUDA/HIP graph. */
+    weft_status_t (*stream_capturing)(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *stream, int *capturing);
     weft_status_t (*event_create)(weft_gpu_ctx_t *ctx, weft_gpu_event_t **event);
     weft_status_t (*event_destroy)(weft_gpu_ctx_t *ctx, weft_gpu_event_t *event);
     weft_status_t (*event_record)(weft_gpu_ctx_t *ctx, weft_gpu_event_t *event, weft_gpu_stream_t *stream);

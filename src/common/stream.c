@@ -56,6 +56,12 @@ weft_status_t weft_stream_wrap(weft_comm_t *comm, void *native, weft_stream_t **
     return WEFT_OK;
 }
 
+int weft_stream_is_capturing(const weft_stream_t *st)
+{
+    int capturing = 0;
+    return st->comm->gpu->stream_capturing(st->comm->gctx, st->s, &capturing) == WEFT_OK && capturing;
+}
+
 weft_status_t weft_stream_destroy(weft_stream_t *st)
 {
     if (!st)

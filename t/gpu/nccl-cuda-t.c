@@ -2,7 +2,9 @@
  * The NCCL API on the cuda backend, as a CUDA program uses it: device
  * buffers from cudaMalloc, the program's own stream, and collectives
  * captured in a CUDA graph and replayed with new inputs (as inference
- * engines do). Ranks are processes on the GPU(s) here. Skips with a reason
+ * engines do); what cannot be captured (point-to-point, a communicator's
+ * first collective) is refused saying so. Ranks are processes on the
+ * GPU(s) here. Skips with a reason
  * where no CUDA GPU is visible; fails then under WEFT_TEST_STRICT=1.
  */
 #include "tap/basic.h"
@@ -117,6 +119,39 @@ static int rank_main(int rank, int nranks, void *arg)
         cudaFree(in);
         cudaFree(out);
     }
+    /* what cannot be captured is refused, saying so, and leaves no trace:
+     * point-to-point, and the first collective of a communicator */
+    {
+        float *buf;
+        ncclComm_t sub;
+        cudaGraph_t graph;
+        ncclResult_t r1, r2;
+        int peer = (rank + 1) % nranks;
+        CUDA_OK(cudaMalloc((void **)&buf, 1024 * sizeof(float)), "cudaMalloc");
+        NCCL_OK(ncclCommSplit(comm, 0, rank, &sub, NULL), "ncclCommSplit");
+        rank_step("send/recv under capture");
+        CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+        ncclGroupStart();
+        ncclSend(buf, 512, ncclFloat, peer, comm, stream);
+        ncclRecv(buf + 512, 512, ncclFloat, peer, comm, stream);
+        r1 = ncclGroupEnd();
+        if (r1 != ncclInvalidUsage || !strstr(ncclGetLastError(comm), "graph"))
+            fails += rank_fail("send/recv under capture gave %d: %s", (int)r1, ncclGetLastError(comm));
+        rank_step("a new communicator's first allreduce under capture");
+        r2 = ncclAllReduce(buf, buf, 1024, ncclFloat, ncclSum, sub, stream);
+        if (r2 != ncclInvalidUsage || !strstr(ncclGetLastError(sub), "before capturing"))
+            fails += rank_fail("a first allreduce under capture gave %d: %s", (int)r2, ncclGetLastError(sub));
+        CUDA_OK(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
+        cudaGraphDestroy(graph);
+        rank_step("the same, not captured");
+        if (fill(buf, 1024, (float)(rank + 1)))
+            return rank_fail("fill");
+        NCCL_OK(ncclAllReduce(buf, buf, 1024, ncclFloat, ncclSum, sub, stream), "allreduce after the refusal");
+        CUDA_OK(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+        fails += check(buf, 1024, (float)(nranks * (nranks + 1) / 2), nranks, "allreduce after the refusal");
+        NCCL_OK(ncclCommDestroy(sub), "ncclCommDestroy (split)");
+        cudaFree(buf);
+    }
     ncclResult_t async = ncclSuccess;
     ncclCommGetAsyncError(comm, &async);
     if (async != ncclSuccess)
@@ -155,6 +190,7 @@ int main(void)
     plan(1);
     ok(run_ranks(2, 120000, rank_main, NULL, NULL),
        "2 ranks, NCCL API on cuda: allreduce on the program's stream (LL packets and barriers), and captured in a "
-       "CUDA graph, replayed 4 times with new inputs");
+       "CUDA graph, replayed 4 times with new inputs; send/recv and a communicator's first collective refused "
+       "under capture, saying why");
     return test_done();
 }

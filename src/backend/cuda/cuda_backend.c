@@ -53,6 +53,8 @@
 #define rtIpcMemLazyEnablePeerAccess hipIpcMemLazyEnablePeerAccess
 #define rtMemcpyDefault hipMemcpyDefault
 #define RT_QUEUES_ENV "GPU_MAX_HW_QUEUES"
+#define rtStreamCaptureStatus hipStreamCaptureStatus
+#define rtStreamCaptureStatusNone hipStreamCaptureStatusNone
 #ifdef hipDeviceMallocUncached
 #define RT_SYNC_MALLOC_FLAG hipDeviceMallocUncached
 #else
@@ -61,6 +63,8 @@
 #else
 #include <cuda_runtime_api.h>
 #include "cuda_driver.h"
+#define rtStreamCaptureStatus enum cudaStreamCaptureStatus
+#define rtStreamCaptureStatusNone cudaStreamCaptureStatusNone
 #define RT(x) cuda##x
 #define RT_NAME "cuda"
 #define RT_OPS weft_cuda_gpu_ops
@@ -654,6 +658,15 @@ static weft_status_t rt_stream_query(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *str
     return rt_check(err, "stream query");
 }
 
+static weft_status_t rt_stream_capturing(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *stream, int *capturing)
+{
+    rtStreamCaptureStatus st = rtStreamCaptureStatusNone;
+    weft_status_t status = rt_check(RT(StreamIsCapturing)((rtStream_t)stream, &st), "stream capture query");
+    (void)ctx;
+    *capturing = status == WEFT_OK && st != rtStreamCaptureStatusNone;
+    return status;
+}
+
 static weft_status_t rt_event_create(weft_gpu_ctx_t *ctx, weft_gpu_event_t **event)
 {
     rtEvent_t e;
@@ -754,6 +767,7 @@ const weft_gpu_ops_t RT_OPS = {
     .stream_destroy = rt_stream_destroy,
     .stream_sync = rt_stream_sync,
     .stream_query = rt_stream_query,
+    .stream_capturing = rt_stream_capturing,
     .event_create = rt_event_create,
     .event_destroy = rt_event_destroy,
     .event_record = rt_event_record,
