@@ -221,6 +221,37 @@ static int collectives(int rank, int nranks, void *arg)
     return fails;
 }
 
+/* ncclCommInitRankConfig with NCCL's initializer; a config not made by it
+ * is refused before anything starts. */
+static int with_config(int rank, int nranks, void *arg)
+{
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER, bad = NCCL_CONFIG_INITIALIZER;
+    ncclComm_t comm = NULL, none = (ncclComm_t)0x1;
+    float v[8], r[8];
+    int fails = 0, count = 0;
+    (void)arg;
+    bad.magic = 0;
+    if (rank == 0 && ncclGetUniqueId(&id) != ncclSuccess)
+        return rank_fail("ncclGetUniqueId: %s", ncclGetLastError(NULL));
+    if (!rank_share(0, &id, sizeof(id)))
+        return rank_fail("the id did not arrive");
+    EXPECT(ncclCommInitRankConfig(&none, nranks, id, rank, &bad), ncclInvalidArgument, "a config without the magic");
+    if (none != (ncclComm_t)0x1)
+        fails += rank_fail("a refused init wrote the communicator");
+    config.blocking = 0; /* allowed: weft's calls complete anyway */
+    EXPECT(ncclCommInitRankConfig(&comm, nranks, id, rank, &config), ncclSuccess, "init with a config");
+    if (!comm)
+        return fails + 1;
+    ncclCommCount(comm, &count);
+    for (int i = 0; i < 8; i++)
+        v[i] = (float)i;
+    EXPECT(ncclAllReduce(v, r, 8, ncclFloat, ncclSum, comm, NULL), ncclSuccess, "allreduce");
+    if (count != nranks || r[7] != (float)(7 * nranks))
+        fails += rank_fail("with a config: %d ranks, r[7] = %g", count, r[7]);
+    EXPECT(ncclCommDestroy(comm), ncclSuccess, "destroy");
+    return fails;
+}
+
 /* Sends and receives in groups: a ring both ways, an all-to-all, a
  * collective in the same group, nested groups, two streams. */
 static int groups(int rank, int nranks, void *arg)
@@ -505,10 +536,12 @@ int main(void)
 {
     /* the buffers here are host memory: the host backend, whatever the build */
     setenv("WEFT_BACKEND", "host", 1);
-    plan(14);
+    plan(15);
     no_comm();
     ok(run_ranks(4, 60000, collectives, NULL, NULL),
        "4 ranks: every collective, every type and op, in place, refusals that leave the communicator working");
+    ok(run_ranks(2, 60000, with_config, NULL, NULL),
+       "ncclCommInitRankConfig: NCCL_CONFIG_INITIALIZER works (blocking = 0 too), a config without it is refused");
     ok(run_ranks(3, 60000, groups, NULL, NULL),
        "3 ranks: groups of sends and receives (ring, all-to-all), a collective in a nested group");
     ok(run_ranks(5, 60000, split, NULL, NULL),
