@@ -121,6 +121,19 @@ typedef struct {
             NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT                                            \
     }
 
+/* ncclGroupSimulateEnd's result (NCCL 2.22 layout). */
+typedef struct {
+    size_t size;
+    unsigned int magic;
+    unsigned int version;
+    float estimatedTime;
+} ncclSimInfo_t;
+#define NCCL_SIM_INFO_INITIALIZER                                                                                 \
+    { sizeof(ncclSimInfo_t), 0x74685283, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), -1.0f }
+
+/* A window of ncclCommWindowRegister (weft_comm_window_register). */
+typedef struct ncclWindow *ncclWindow_t;
+
 ncclResult_t ncclGetVersion(int *version);
 ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId);
 ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank);
@@ -129,6 +142,18 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId c
 /* One process, ndev communicators of one job (devlist NULL: devices 0..ndev-1). */
 ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist);
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config);
+/* NCCL 2.23: several ids spread NCCL's bootstrap; weft's needs commIds[0]. */
+ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks, int myrank, int nId, ncclUniqueId *commIds,
+                                      ncclConfig_t *config);
+/* NCCL 2.27: not offered (the excluded ranks may be dead; weft's split needs
+ * every rank): ncclInvalidUsage. */
+ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, int excludeRanksCount, ncclComm_t *newcomm,
+                            ncclConfig_t *config, int shrinkFlags);
+/* NCCL 2.27, collective: a weft window (zero-copy collectives); the buffer
+ * must come from weft_mem_alloc, so through this API registration fails,
+ * on every rank alike, saying so. */
+ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win, int winFlags);
+ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win);
 ncclResult_t ncclCommFinalize(ncclComm_t comm);
 ncclResult_t ncclCommDestroy(ncclComm_t comm);
 ncclResult_t ncclCommAbort(ncclComm_t comm);
@@ -164,6 +189,9 @@ ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int
                       cudaStream_t stream);
 ncclResult_t ncclGroupStart(void);
 ncclResult_t ncclGroupEnd(void);
+/* NCCL 2.22: ends the group without running it; weft has no cost model, so
+ * estimatedTime stays -1. */
+ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo);
 
 #ifdef __cplusplus
 }

@@ -277,6 +277,14 @@ NCCL_API ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclU
     return comm_init(comm, nranks, &id, rank, WEFT_DEVICE_CURRENT);
 }
 
+NCCL_API ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, int rank, int nId, ncclUniqueId *ids,
+                                               ncclConfig_t *config)
+{
+    if (nId < 1 || !ids)
+        return nccl_fail(ncclInvalidArgument, "ncclCommInitRankScalable: %s", ids ? "nId < 1" : "commIds is NULL");
+    return ncclCommInitRankConfig(comm, nranks, ids[0], rank, config);
+}
+
 typedef struct {
     ncclComm_t *out;
     ncclUniqueId id;
@@ -417,6 +425,50 @@ out:
     nccl_leave(comm);
     free(all);
     free(mine);
+    return status == WEFT_OK ? ncclSuccess : nccl_result(status);
+}
+
+NCCL_API ncclResult_t ncclCommShrink(ncclComm_t comm, int *exclude, int nexclude, ncclComm_t *newcomm,
+                                     ncclConfig_t *config, int flags)
+{
+    (void)exclude;
+    (void)nexclude;
+    (void)newcomm;
+    (void)config;
+    (void)flags;
+    return nccl_fail(!comm ? ncclInvalidArgument : ncclInvalidUsage,
+                     "ncclCommShrink: not offered by weft (it needs every rank of the parent; ncclCommSplit "
+                     "works where they are all alive)");
+}
+
+NCCL_API ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win, int flags)
+{
+    weft_comm_window_t *w = NULL;
+    weft_status_t status;
+    ncclResult_t r;
+    (void)flags;
+    if (!comm || !win)
+        return nccl_fail(ncclInvalidArgument, "ncclCommWindowRegister: %s is NULL", comm ? "win" : "comm");
+    if ((r = nccl_enter(comm, "ncclCommWindowRegister")) != ncclSuccess)
+        return r;
+    status = weft_comm_window_register(comm->w, buff, size, &w);
+    nccl_leave(comm);
+    if (status != WEFT_OK)
+        return nccl_result(status);
+    *win = (ncclWindow_t)w;
+    return ncclSuccess;
+}
+
+NCCL_API ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)
+{
+    weft_status_t status;
+    ncclResult_t r;
+    if (!comm || !win)
+        return nccl_fail(ncclInvalidArgument, "ncclCommWindowDeregister: %s is NULL", comm ? "win" : "comm");
+    if ((r = nccl_enter(comm, "ncclCommWindowDeregister")) != ncclSuccess)
+        return r;
+    status = weft_comm_window_deregister((weft_comm_window_t *)win);
+    nccl_leave(comm);
     return status == WEFT_OK ? ncclSuccess : nccl_result(status);
 }
 

@@ -222,6 +222,23 @@ NCCL_API ncclResult_t ncclGroupEnd(void)
     return r;
 }
 
+NCCL_API ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *info)
+{
+    if (group_depth == 0)
+        return nccl_fail(ncclInvalidUsage, "ncclGroupSimulateEnd: no group is open (ncclGroupStart first)");
+    if (info && info->size < sizeof(*info))
+        return nccl_fail(ncclInvalidArgument, "ncclGroupSimulateEnd: simInfo was not set up with "
+                                              "NCCL_SIM_INFO_INITIALIZER");
+    if (--group_depth > 0)
+        return ncclSuccess;
+    free(group_ops); /* simulated: nothing runs */
+    group_ops = NULL;
+    group_len = group_cap = 0;
+    if (info)
+        info->estimatedTime = -1.0f;
+    return ncclSuccess;
+}
+
 #define SUBMIT(o, t, op, has_op)                                                                                  \
     do {                                                                                                          \
         ncclResult_t r_ = check(&(o), (t), (op), (has_op));                                                       \

@@ -248,6 +248,36 @@ static int with_config(int rank, int nranks, void *arg)
     EXPECT(ncclAllReduce(v, r, 8, ncclFloat, ncclSum, comm, NULL), ncclSuccess, "allreduce");
     if (count != nranks || r[7] != (float)(7 * nranks))
         fails += rank_fail("with a config: %d ranks, r[7] = %g", count, r[7]);
+    /* NCCL 2.22+: a simulated group runs nothing */
+    ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+    for (int i = 0; i < 8; i++)
+        r[i] = -1;
+    EXPECT(ncclGroupStart(), ncclSuccess, "group start");
+    EXPECT(ncclAllReduce(v, r, 8, ncclFloat, ncclSum, comm, NULL), ncclSuccess, "allreduce in a simulated group");
+    EXPECT(ncclGroupSimulateEnd(&sim), ncclSuccess, "ncclGroupSimulateEnd");
+    if (r[0] != -1 || sim.estimatedTime != -1.0f)
+        fails += rank_fail("a simulated group ran (r[0] = %g) or estimated %g", r[0], (double)sim.estimatedTime);
+    /* what weft does not offer, or cannot here, fails alike on every rank */
+    ncclComm_t shrunk = (ncclComm_t)0x1;
+    int exclude = nranks - 1;
+    ncclWindow_t win = (ncclWindow_t)0x1;
+    EXPECT(ncclCommShrink(comm, &exclude, 1, &shrunk, NULL, 0), ncclInvalidUsage, "ncclCommShrink");
+    if (ncclCommWindowRegister(comm, v, sizeof(v), &win, 0) == ncclSuccess || win != (ncclWindow_t)0x1)
+        fails += rank_fail("a window of memory weft did not allocate was registered");
+    EXPECT(ncclAllReduce(v, r, 8, ncclFloat, ncclSum, comm, NULL), ncclSuccess, "allreduce after the refusals");
+    if (r[7] != (float)(7 * nranks))
+        fails += rank_fail("allreduce after the refusals: r[7] = %g", r[7]);
+    /* NCCL 2.23's init from several ids (handed out by a broadcast) */
+    ncclUniqueId ids[2];
+    memset(ids, 0, sizeof(ids));
+    if (rank == 0 && (ncclGetUniqueId(&ids[0]) != ncclSuccess || ncclGetUniqueId(&ids[1]) != ncclSuccess))
+        return rank_fail("ncclGetUniqueId: %s", ncclGetLastError(NULL));
+    EXPECT(ncclBroadcast(ids, ids, sizeof(ids), ncclUint8, 0, comm, NULL), ncclSuccess, "broadcast of the ids");
+    EXPECT(ncclCommDestroy(comm), ncclSuccess, "destroy");
+    EXPECT(ncclCommInitRankScalable(&comm, nranks, rank, 2, ids, NULL), ncclSuccess, "ncclCommInitRankScalable");
+    EXPECT(ncclAllReduce(v, r, 8, ncclFloat, ncclSum, comm, NULL), ncclSuccess, "allreduce (scalable init)");
+    if (r[7] != (float)(7 * nranks))
+        fails += rank_fail("allreduce after a scalable init: r[7] = %g", r[7]);
     EXPECT(ncclCommDestroy(comm), ncclSuccess, "destroy");
     return fails;
 }
@@ -541,7 +571,9 @@ int main(void)
     ok(run_ranks(4, 60000, collectives, NULL, NULL),
        "4 ranks: every collective, every type and op, in place, refusals that leave the communicator working");
     ok(run_ranks(2, 60000, with_config, NULL, NULL),
-       "ncclCommInitRankConfig: NCCL_CONFIG_INITIALIZER works (blocking = 0 too), a config without it is refused");
+       "ncclCommInitRankConfig: NCCL_CONFIG_INITIALIZER works (blocking = 0 too), a config without it is refused; "
+       "ncclGroupSimulateEnd runs nothing; ncclCommShrink and a window of foreign memory refused on every rank; "
+       "ncclCommInitRankScalable");
     ok(run_ranks(3, 60000, groups, NULL, NULL),
        "3 ranks: groups of sends and receives (ring, all-to-all), a collective in a nested group");
     ok(run_ranks(5, 60000, split, NULL, NULL),
