@@ -21,7 +21,7 @@ int main(void)
     const char *name;
     size_t sz;
 
-    plan(66);
+    plan(75);
     weft_get_unique_id(&id);
     INVAL(weft_comm_init(NULL, 1, 0, NULL, &comm), "comm_init: NULL id");
     INVAL(weft_comm_init(&id, 0, 0, NULL, &comm), "comm_init: nranks 0");
@@ -36,6 +36,14 @@ int main(void)
     cfg = (weft_comm_config_t)WEFT_COMM_CONFIG_INIT;
     cfg.backend = "no-such-backend";
     INVAL(weft_comm_init(&id, 1, 0, &cfg, &untouched), "comm_init: unknown backend");
+    cfg = (weft_comm_config_t)WEFT_COMM_CONFIG_INIT;
+    cfg.device = WEFT_DEVICE_CURRENT - 1;
+    INVAL(weft_comm_init(&id, 1, 0, &cfg, &untouched), "comm_init: device below WEFT_DEVICE_CURRENT");
+    INVAL(weft_backend_device_count(NULL, &x), "backend_device_count: NULL backend");
+    INVAL(weft_backend_device_count("host", NULL), "backend_device_count: NULL output");
+    x = 7;
+    is_int(WEFT_ERR_NOT_FOUND, weft_backend_device_count("no-such-backend", &x), "backend_device_count: unknown backend");
+    ok(weft_backend_device_count("host", &x) == WEFT_OK && x == 1, "backend_device_count: the host backend has one");
     ok(untouched == (weft_comm_t *)0x1, "failed inits leave the output untouched");
     INVAL(weft_comm_init_from_env(NULL, NULL), "comm_init_from_env: NULL output");
     INVAL(weft_unique_id_parse(NULL, &id), "unique_id_parse: NULL text");
@@ -103,6 +111,10 @@ int main(void)
         INVAL(weft_proxy_add_memory(NULL, NULL, &idv), "proxy_add_memory: NULL");
         INVAL(weft_port_channel_device_handle(NULL, 0, 0, 0, NULL), "port_channel_device_handle: NULL");
         INVAL(weft_stream_create(comm, NULL), "stream_create: NULL output");
+        INVAL(weft_stream_wrap(NULL, NULL, &stream), "stream_wrap: NULL comm");
+        INVAL(weft_stream_wrap(comm, NULL, NULL), "stream_wrap: NULL output");
+        is_int(WEFT_ERR_UNSUPPORTED, weft_stream_wrap(comm, NULL, &stream),
+               "stream_wrap: the host backend has no runtime streams");
         INVAL(weft_launch_builtin(NULL, "p2p_mc_pingpong", 1, 1, NULL, 0), "launch_builtin: NULL stream");
         INVAL(weft_switch_channel_create(comm, 0, NULL), "switch_channel_create: zero bytes");
         ok(conn == NULL && sema == NULL && mc == NULL && proxy == NULL && stream == NULL,
@@ -115,5 +127,18 @@ int main(void)
     weft_comm_backend(comm, &name);
     is_string("host", name, "the default backend is host");
     weft_comm_destroy(comm);
+    /* WEFT_DEVICE_CURRENT: the runtime's current device (the host backend's only one) */
+    cfg = (weft_comm_config_t)WEFT_COMM_CONFIG_INIT;
+    cfg.device = WEFT_DEVICE_CURRENT;
+    x = -1;
+    comm = NULL;
+    err = weft_get_unique_id(&id);
+    if (err == WEFT_OK)
+        err = weft_comm_init(&id, 1, 0, &cfg, &comm);
+    if (err == WEFT_OK)
+        err = weft_comm_device(comm, &x);
+    ok(err == WEFT_OK && x == 0, "WEFT_DEVICE_CURRENT: device %d (%s)", x, weft_status_string(err));
+    if (comm)
+        weft_comm_destroy(comm);
     return test_done();
 }
