@@ -46,8 +46,13 @@ extern "C" {
 #define NCCL_VERSION(X, Y, Z) (((X) <= 2 && (Y) <= 8) ? (X) * 1000 + (Y) * 100 + (Z) : (X) * 10000 + (Y) * 100 + (Z))
 #define NCCL_VERSION_CODE NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH)
 
-/* The runtime's stream type; the same declaration as CUDA's own. */
+/* The runtime's stream type: CUDA's own declaration, or, for HIP
+ * programs (RCCL's API), the type of a hipStream_t. */
+#if defined(__HIP_PLATFORM_AMD__) || defined(__HIP_PLATFORM_HCC__)
+typedef struct ihipStream_t *cudaStream_t;
+#else
 typedef struct CUstream_st *cudaStream_t;
+#endif
 
 #define NCCL_UNIQUE_ID_BYTES 128
 typedef struct {
