@@ -365,12 +365,14 @@ WEFT_API weft_status_t weft_launch_builtin(weft_stream_t *stream, const char *na
 /* ------------------------------------------------------------------ */
 
 /*
- * Stream-ordered collectives over the ranks of the communicator (this
- * build: ranks on one host, through memory channels). Counts are in
- * elements; any count (0 included), any alignment, in place or not (in
- * place as NCCL defines it). Buffers are device memory of the
- * communicator's backend. The first collective of a communicator sets up
- * its channels and scratch (collectively); later calls allocate nothing.
+ * Stream-ordered collectives over the ranks of the communicator (on one
+ * host through memory channels; across hosts as rings over port channels,
+ * README). Counts are in elements; any count (0 included), any alignment,
+ * in place or not (in place as NCCL defines it). Buffers are device memory
+ * of the communicator's backend. The first collective of a communicator
+ * sets up its channels and scratch (collectively); later calls allocate
+ * nothing and can be captured in a CUDA/HIP graph and replayed (a set-up
+ * under capture is refused: WEFT_ERR_UNSUPPORTED).
  * Errors: WEFT_ERR_INVALID_ARGUMENT (nothing queued) for NULL buffers with
  * a non-zero count, unknown types or ops, out-of-range roots, size
  * overflow; with WEFT_CHECK_ARGS=1 mismatched counts across ranks are
@@ -435,7 +437,8 @@ WEFT_API weft_status_t weft_barrier(weft_comm_t *comm, weft_stream_t *stream);
  * outermost weft_group_end() issues them all as one operation per
  * communicator, so a rank may send to and receive from any set of peers
  * in one group without ordering them. A group's calls on one
- * communicator must use one stream. Several sends to one peer in a group
+ * communicator must use one stream, which must not be capturing into a
+ * CUDA/HIP graph (WEFT_ERR_UNSUPPORTED). Several sends to one peer in a group
  * form one message (in call order), as do several receives; the byte
  * counts must match the peer's (WEFT_CHECK_ARGS=1 compares them and names
  * the peer; otherwise a mismatch can time out naming it). The first group
