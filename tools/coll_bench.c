@@ -185,6 +185,27 @@ static long checked_call(bench_t *b, uint64_t count, int inplace, perf_ref_t *re
     return (long)wrong;
 }
 
+/* A checked call (through @p ref where given) on every rank: the wrong
+ * elements summed over the ranks, or -1 if this rank's call failed. */
+static long wrong_everywhere(bench_t *b, uint64_t count, int inplace, perf_ref_t *ref)
+{
+    weft_status_t st;
+    long w = checked_call(b, count, inplace, ref, &st), sum = 0;
+    long *all = malloc(sizeof(long) * (size_t)b->nranks);
+    if (w < 0 || !all) {
+        fprintf(stderr, "rank %d: checked %s%s%s failed: %s\n", b->rank, ref ? ref->name : "", ref ? " " : "",
+                b->o->name, ref ? "" : weft_get_last_error());
+        free(all);
+        return -1;
+    }
+    all[b->rank] = w;
+    weft_bootstrap_allgather(b->comm, all, sizeof(long));
+    for (int r = 0; r < b->nranks; r++)
+        sum += all[r];
+    free(all);
+    return sum;
+}
+
 /* Mean time per call over o->iters back-to-back calls, slowest rank. */
 static int timed(bench_t *b, uint64_t count, int inplace, double *us)
 {
@@ -357,20 +378,10 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
                 goto out;
             }
             if (o->check) {
-                weft_status_t st;
-                long w = checked_call(&b, count, inplace, NULL, &st);
-                long *all = malloc(sizeof(long) * (size_t)b.nranks);
-                if (w < 0 || !all) {
-                    fprintf(stderr, "rank %d: checked %s failed: %s\n", b.rank, o->name, weft_get_last_error());
-                    free(all);
+                if ((wrong[inplace] = wrong_everywhere(&b, count, inplace, NULL)) < 0) {
                     rc = 4;
                     goto out;
                 }
-                all[b.rank] = w;
-                weft_bootstrap_allgather(comm, all, sizeof(long));
-                for (int r = 0; r < b.nranks; r++)
-                    wrong[inplace] += all[r];
-                free(all);
                 total_wrong += wrong[inplace];
             }
         }
@@ -381,20 +392,11 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
         }
         /* -c 1 checks the other library's results too (counted in the total) */
         if (ref && ref->call && o->check && o->coll != PERF_BARRIER) {
-            weft_status_t st;
-            long w = checked_call(&b, count, 0, ref, &st), ref_wrong = 0;
-            long *all = malloc(sizeof(long) * (size_t)b.nranks);
-            if (w < 0 || !all) {
-                fprintf(stderr, "rank %d: checked %s %s failed\n", b.rank, ref->name, o->name);
-                free(all);
+            long ref_wrong = wrong_everywhere(&b, count, 0, ref);
+            if (ref_wrong < 0) {
                 rc = 4;
                 goto out;
             }
-            all[b.rank] = w;
-            weft_bootstrap_allgather(comm, all, sizeof(long));
-            for (int r = 0; r < b.nranks; r++)
-                ref_wrong += all[r];
-            free(all);
             total_wrong += ref_wrong;
             if (ref_wrong && b.rank == 0)
                 printf("# %s %s of %zu bytes: %ld wrong values\n", ref->name, o->name, size, ref_wrong);
