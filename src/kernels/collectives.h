@@ -569,6 +569,17 @@ WEFT_DEVICE int weft_coll_zc_meet(const weft_kctx_t *k, weft_coll_args_t *a, con
     return any ? 2 : 0;
 }
 
+/* The barrier after a chunk is staged: at the first chunk it is also the
+ * zero-copy agreement, with weft_coll_zc_meet's answers (then 2 leaves
+ * the caller to stage and meet once more); at the others, 0 or -1. */
+WEFT_DEVICE int weft_coll_zc_step(const weft_kctx_t *k, weft_coll_args_t *a, int first_chunk, const char **in,
+                                  char **out, int need_out)
+{
+    if (!first_chunk)
+        return weft_coll_barrier(k, a) ? -1 : 0;
+    return weft_coll_zc_meet(k, a, in, out, need_out);
+}
+
 /* Elements of one zero-copy step: a team reduces its rank's part of this
  * many, then copies it to every peer. */
 #define WEFT_COLL_ZC_STEP_BYTES (1u << 20)
@@ -614,6 +625,8 @@ WEFT_DEVICE void weft_coll_allreduce_rsag(const weft_kctx_t *k, void *args)
     weft_coll_args_t *a = (weft_coll_args_t *)args;
     uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), chunk = weft_coll_chunk(k, a, 1), first, end;
     char *in = weft_coll_peer_scratch(k, a, a->rank), *out = in + a->scratch_half;
+    const char *zin[WEFT_COLL_MAX_FAN];
+    char *zout[WEFT_COLL_MAX_FAN];
     int windows;
     weft_coll_range(k, a, a->count, &first, &end);
     if (first >= end)
@@ -624,24 +637,18 @@ WEFT_DEVICE void weft_coll_allreduce_rsag(const weft_kctx_t *k, void *args)
         uint64_t lo = ce * (uint64_t)a->rank / (uint64_t)a->nranks, hi = ce * (uint64_t)(a->rank + 1) / (uint64_t)a->nranks;
         if (e0 != first || !windows)
             weft_coll_copy(k, a, in, a->in + e0 * es, ce * es);
-        if (e0 == first) {
-            const char *zin[WEFT_COLL_MAX_FAN];
-            char *zout[WEFT_COLL_MAX_FAN];
-            int m = weft_coll_zc_meet(k, a, zin, zout, 1);
-            if (m < 0)
-                return;
-            if (m == 1) {
-                weft_coll_allreduce_zc(k, a, zin, zout, first, end);
-                return;
-            }
-            if (m == 2) {
-                if (windows)
-                    weft_coll_copy(k, a, in, a->in + e0 * es, ce * es);
-                if (weft_coll_barrier(k, a))
-                    return;
-            }
-        } else if (weft_coll_barrier(k, a)) {
+        int m = weft_coll_zc_step(k, a, e0 == first, zin, zout, 1);
+        if (m < 0)
             return;
+        if (m == 1) {
+            weft_coll_allreduce_zc(k, a, zin, zout, first, end);
+            return;
+        }
+        if (m == 2) {
+            if (windows)
+                weft_coll_copy(k, a, in, a->in + e0 * es, ce * es);
+            if (weft_coll_barrier(k, a))
+                return;
         }
         weft_coll_reduce_all(k, a, out + lo * es, lo * es, hi - lo);
         if (weft_coll_barrier(k, a))
@@ -656,6 +663,16 @@ WEFT_DEVICE void weft_coll_allreduce_rsag(const weft_kctx_t *k, void *args)
     }
 }
 
+/* Stages this chunk, [e0, e0 + ce), of each of the nranks blocks of the
+ * input (reduce-scatter, all-to-all) into @p in, block q at q * ce. */
+WEFT_DEVICE void weft_coll_stage_blocks(const weft_kctx_t *k, weft_coll_args_t *a, char *in, uint64_t e0,
+                                        uint64_t ce)
+{
+    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype);
+    for (uint64_t q = 0; q < (uint64_t)a->nranks; q++)
+        weft_coll_copy(k, a, in + q * ce * es, a->in + (q * a->count + e0) * es, ce * es);
+}
+
 /* Allgather: every rank stages its part, everyone reads everyone's; or,
  * where every rank's input lies in a window, everyone reads every input
  * directly (the first barrier agrees on it, as in the allreduce). */
@@ -663,6 +680,8 @@ WEFT_DEVICE void weft_coll_allgather_mesh(const weft_kctx_t *k, void *args)
 {
     weft_coll_args_t *a = (weft_coll_args_t *)args;
     uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), chunk = weft_coll_chunk(k, a, 1), first, end;
+    const char *zin[WEFT_COLL_MAX_FAN];
+    char *zout[WEFT_COLL_MAX_FAN];
     int windows;
     weft_coll_range(k, a, a->count, &first, &end);
     if (first >= end)
@@ -672,30 +691,24 @@ WEFT_DEVICE void weft_coll_allgather_mesh(const weft_kctx_t *k, void *args)
         uint64_t ce = end - e0 < chunk ? end - e0 : chunk;
         if (e0 != first || !windows)
             weft_coll_copy(k, a, weft_coll_peer_scratch(k, a, a->rank), a->in + e0 * es, ce * es);
-        if (e0 == first) {
-            const char *zin[WEFT_COLL_MAX_FAN];
-            char *zout[WEFT_COLL_MAX_FAN];
-            int m = weft_coll_zc_meet(k, a, zin, zout, 0);
-            if (m < 0)
-                return;
-            if (m == 1) {
-                /* our own block too, unless in place (the input is it) */
-                for (int q = 0; q < a->nranks; q++) {
-                    char *dst = a->out + ((uint64_t)q * a->count + first) * es;
-                    if (dst != zin[q] + first * es)
-                        weft_coll_copy(k, a, dst, zin[q] + first * es, (end - first) * es);
-                }
-                weft_coll_barrier(k, a); /* no rank returns while others read its input */
-                return;
-            }
-            if (m == 2) {
-                if (windows)
-                    weft_coll_copy(k, a, weft_coll_peer_scratch(k, a, a->rank), a->in + e0 * es, ce * es);
-                if (weft_coll_barrier(k, a))
-                    return;
-            }
-        } else if (weft_coll_barrier(k, a)) {
+        int m = weft_coll_zc_step(k, a, e0 == first, zin, zout, 0);
+        if (m < 0)
             return;
+        if (m == 1) {
+            /* our own block too, unless in place (the input is it) */
+            for (int q = 0; q < a->nranks; q++) {
+                char *dst = a->out + ((uint64_t)q * a->count + first) * es;
+                if (dst != zin[q] + first * es)
+                    weft_coll_copy(k, a, dst, zin[q] + first * es, (end - first) * es);
+            }
+            weft_coll_barrier(k, a); /* no rank returns while others read its input */
+            return;
+        }
+        if (m == 2) {
+            if (windows)
+                weft_coll_copy(k, a, weft_coll_peer_scratch(k, a, a->rank), a->in + e0 * es, ce * es);
+            if (weft_coll_barrier(k, a))
+                return;
         }
         for (int q = 0; q < a->nranks; q++)
             weft_coll_copy(k, a, a->out + ((uint64_t)q * a->count + e0) * es, weft_coll_peer_scratch(k, a, q), ce * es);
@@ -714,6 +727,8 @@ WEFT_DEVICE void weft_coll_reduce_scatter_mesh(const weft_kctx_t *k, void *args)
     uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), n = (uint64_t)a->nranks;
     uint64_t chunk = weft_coll_chunk(k, a, n), first, end;
     char *in = weft_coll_peer_scratch(k, a, a->rank), *acc = in + a->scratch_half;
+    const char *zin[WEFT_COLL_MAX_FAN];
+    char *zout[WEFT_COLL_MAX_FAN];
     int windows;
     weft_coll_range(k, a, a->count, &first, &end);
     if (first >= end)
@@ -722,30 +737,22 @@ WEFT_DEVICE void weft_coll_reduce_scatter_mesh(const weft_kctx_t *k, void *args)
     for (uint64_t e0 = first; e0 < end; e0 += chunk) {
         uint64_t ce = end - e0 < chunk ? end - e0 : chunk;
         if (e0 != first || !windows)
-            for (uint64_t q = 0; q < n; q++)
-                weft_coll_copy(k, a, in + q * ce * es, a->in + (q * a->count + e0) * es, ce * es);
-        if (e0 == first) {
-            const char *zin[WEFT_COLL_MAX_FAN];
-            char *zout[WEFT_COLL_MAX_FAN];
-            int m = weft_coll_zc_meet(k, a, zin, zout, 0);
-            if (m < 0)
-                return;
-            if (m == 1) {
-                for (int q = 0; q < a->nranks; q++)
-                    zin[q] += ((uint64_t)a->rank * a->count + first) * es;
-                weft_coll_reduce_from(k, a, a->out + first * es, zin, end - first);
-                weft_coll_barrier(k, a); /* no rank returns while others read its input */
-                return;
-            }
-            if (m == 2) {
-                if (windows)
-                    for (uint64_t q = 0; q < n; q++)
-                        weft_coll_copy(k, a, in + q * ce * es, a->in + (q * a->count + e0) * es, ce * es);
-                if (weft_coll_barrier(k, a))
-                    return;
-            }
-        } else if (weft_coll_barrier(k, a)) {
+            weft_coll_stage_blocks(k, a, in, e0, ce);
+        int m = weft_coll_zc_step(k, a, e0 == first, zin, zout, 0);
+        if (m < 0)
             return;
+        if (m == 1) {
+            for (int q = 0; q < a->nranks; q++)
+                zin[q] += ((uint64_t)a->rank * a->count + first) * es;
+            weft_coll_reduce_from(k, a, a->out + first * es, zin, end - first);
+            weft_coll_barrier(k, a); /* no rank returns while others read its input */
+            return;
+        }
+        if (m == 2) {
+            if (windows)
+                weft_coll_stage_blocks(k, a, in, e0, ce);
+            if (weft_coll_barrier(k, a))
+                return;
         }
         weft_coll_reduce_all(k, a, acc, (uint64_t)a->rank * ce * es, ce);
         weft_coll_sync(k, a);
@@ -820,6 +827,8 @@ WEFT_DEVICE void weft_coll_reduce_mesh(const weft_kctx_t *k, void *args)
     weft_coll_args_t *a = (weft_coll_args_t *)args;
     uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), chunk = weft_coll_chunk(k, a, 1), first, end;
     char *in = weft_coll_peer_scratch(k, a, a->rank), *acc = in + a->scratch_half;
+    const char *zin[WEFT_COLL_MAX_FAN];
+    char *zout[WEFT_COLL_MAX_FAN];
     int windows;
     weft_coll_range(k, a, a->count, &first, &end);
     if (first >= end)
@@ -829,36 +838,30 @@ WEFT_DEVICE void weft_coll_reduce_mesh(const weft_kctx_t *k, void *args)
         uint64_t ce = end - e0 < chunk ? end - e0 : chunk;
         if (e0 != first || !windows)
             weft_coll_copy(k, a, in, a->in + e0 * es, ce * es);
-        if (e0 == first) {
-            const char *zin[WEFT_COLL_MAX_FAN];
-            char *zout[WEFT_COLL_MAX_FAN];
-            int m = weft_coll_zc_meet(k, a, zin, zout, 0);
-            if (m < 0)
-                return;
-            if (m == 1) {
-                uint64_t lo = first, hi = end;
-                char *dst = a->rank == a->root ? a->out : NULL;
-                if (zout[a->root]) {
-                    lo = first + (end - first) * (uint64_t)a->rank / (uint64_t)a->nranks;
-                    hi = first + (end - first) * (uint64_t)(a->rank + 1) / (uint64_t)a->nranks;
-                    dst = zout[a->root];
-                }
-                if (dst) {
-                    for (int q = 0; q < a->nranks; q++)
-                        zin[q] += lo * es;
-                    weft_coll_reduce_from(k, a, dst + lo * es, zin, hi - lo);
-                }
-                weft_coll_barrier(k, a); /* no rank returns while others read its input or write its output */
-                return;
-            }
-            if (m == 2) {
-                if (windows)
-                    weft_coll_copy(k, a, in, a->in + e0 * es, ce * es);
-                if (weft_coll_barrier(k, a))
-                    return;
-            }
-        } else if (weft_coll_barrier(k, a)) {
+        int m = weft_coll_zc_step(k, a, e0 == first, zin, zout, 0);
+        if (m < 0)
             return;
+        if (m == 1) {
+            uint64_t lo = first, hi = end;
+            char *dst = a->rank == a->root ? a->out : NULL;
+            if (zout[a->root]) {
+                lo = first + (end - first) * (uint64_t)a->rank / (uint64_t)a->nranks;
+                hi = first + (end - first) * (uint64_t)(a->rank + 1) / (uint64_t)a->nranks;
+                dst = zout[a->root];
+            }
+            if (dst) {
+                for (int q = 0; q < a->nranks; q++)
+                    zin[q] += lo * es;
+                weft_coll_reduce_from(k, a, dst + lo * es, zin, hi - lo);
+            }
+            weft_coll_barrier(k, a); /* no rank returns while others read its input or write its output */
+            return;
+        }
+        if (m == 2) {
+            if (windows)
+                weft_coll_copy(k, a, in, a->in + e0 * es, ce * es);
+            if (weft_coll_barrier(k, a))
+                return;
         }
         if (ce * es < WEFT_COLL_REDUCE_SPREAD_BYTES) {
             if (a->rank == a->root) {
@@ -894,6 +897,8 @@ WEFT_DEVICE void weft_coll_alltoall_mesh(const weft_kctx_t *k, void *args)
     uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), n = (uint64_t)a->nranks;
     uint64_t chunk = weft_coll_chunk(k, a, n), first, end;
     char *in = weft_coll_peer_scratch(k, a, a->rank);
+    const char *zin[WEFT_COLL_MAX_FAN];
+    char *zout[WEFT_COLL_MAX_FAN];
     int windows;
     weft_coll_range(k, a, a->count, &first, &end);
     if (first >= end)
@@ -902,30 +907,22 @@ WEFT_DEVICE void weft_coll_alltoall_mesh(const weft_kctx_t *k, void *args)
     for (uint64_t e0 = first; e0 < end; e0 += chunk) {
         uint64_t ce = end - e0 < chunk ? end - e0 : chunk;
         if (e0 != first || !windows)
-            for (uint64_t q = 0; q < n; q++)
-                weft_coll_copy(k, a, in + q * ce * es, a->in + (q * a->count + e0) * es, ce * es);
-        if (e0 == first) {
-            const char *zin[WEFT_COLL_MAX_FAN];
-            char *zout[WEFT_COLL_MAX_FAN];
-            int m = weft_coll_zc_meet(k, a, zin, zout, 0);
-            if (m < 0)
-                return;
-            if (m == 1) {
-                for (uint64_t q = 0; q < n; q++)
-                    weft_coll_copy(k, a, a->out + (q * a->count + first) * es,
-                                   zin[q] + ((uint64_t)a->rank * a->count + first) * es, (end - first) * es);
-                weft_coll_barrier(k, a); /* no rank returns while others read its input */
-                return;
-            }
-            if (m == 2) {
-                if (windows)
-                    for (uint64_t q = 0; q < n; q++)
-                        weft_coll_copy(k, a, in + q * ce * es, a->in + (q * a->count + e0) * es, ce * es);
-                if (weft_coll_barrier(k, a))
-                    return;
-            }
-        } else if (weft_coll_barrier(k, a)) {
+            weft_coll_stage_blocks(k, a, in, e0, ce);
+        int m = weft_coll_zc_step(k, a, e0 == first, zin, zout, 0);
+        if (m < 0)
             return;
+        if (m == 1) {
+            for (uint64_t q = 0; q < n; q++)
+                weft_coll_copy(k, a, a->out + (q * a->count + first) * es,
+                               zin[q] + ((uint64_t)a->rank * a->count + first) * es, (end - first) * es);
+            weft_coll_barrier(k, a); /* no rank returns while others read its input */
+            return;
+        }
+        if (m == 2) {
+            if (windows)
+                weft_coll_stage_blocks(k, a, in, e0, ce);
+            if (weft_coll_barrier(k, a))
+                return;
         }
         for (uint64_t q = 0; q < n; q++)
             weft_coll_copy(k, a, a->out + (q * a->count + e0) * es,
