@@ -5,7 +5,7 @@
  *  64 reserved (56 bytes, zero) | 120 checksum: SHA-256(bytes 0..119)[0..8]
  */
 #include "config.h"
-#include "bootstrap.h"
+#include "uid.h"
 #include "log.h"
 #include "param.h"
 #include "util.h"
@@ -102,27 +102,5 @@ weft_status_t weft_unique_id_parse(const char *text, weft_unique_id_t *id)
     if ((status = weft_unique_id_validate(&tmp)) != WEFT_OK)
         return status;
     *id = tmp;
-    return WEFT_OK;
-}
-
-weft_status_t weft_get_unique_id(weft_unique_id_t *id)
-{
-    weft_uid_info_t info;
-    weft_auth_t auth;
-    weft_addr_t bind, bound;
-    weft_status_t status;
-
-    if (!id)
-        return WEFT_ERR_INVALID_ARGUMENT;
-    if ((status = weft_random_bytes(info.secret, sizeof(info.secret))) != WEFT_OK)
-        return status;
-    if ((status = weft_addr_pick_local(&bind)) != WEFT_OK)
-        return status;
-    weft_auth_init(&auth, info.secret);
-    status = weft_root_start(&bind, &auth, 0, (int)weft_param_int(WEFT_P_INIT_TIMEOUT_MS), &bound);
-    if (status != WEFT_OK)
-        return status;
-    info.root = bound;
-    weft_uid_encode(&info, id);
     return WEFT_OK;
 }

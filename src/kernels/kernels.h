@@ -2,7 +2,7 @@
 #ifndef WEFT_KERNELS_H
 #define WEFT_KERNELS_H
 
-#include "gpu.h"
+#include "backend.h"
 
 typedef struct {
     const char *name;

@@ -18,7 +18,7 @@
  * hip_kernels.hip).
  */
 #include "config.h"
-#include "gpu.h"
+#include "backend.h"
 #include "log.h"
 #include "util.h"
 

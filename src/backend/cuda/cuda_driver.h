@@ -7,7 +7,7 @@
 #define WEFT_CUDA_DRIVER_H
 
 #include <cuda.h>
-#include "gpu.h"
+#include "backend.h"
 
 /* A driver function by name, or NULL where the driver lacks it. */
 void *weft_cuda_driver_entry(const char *name);

@@ -2,7 +2,7 @@
 #ifndef WEFT_HOST_H
 #define WEFT_HOST_H
 
-#include "gpu.h"
+#include "backend.h"
 
 struct weft_gpu_ctx {
     unsigned max_blocks; /* worker threads per stream */

@@ -5,7 +5,7 @@
 #include <pthread.h>
 #include "auth.h"
 #include "bootstrap.h"
-#include "gpu.h"
+#include "backend.h"
 #include "ipc.h"
 #include "net.h"
 #include "weft.h"

@@ -1,6 +1,6 @@
 /* Backend registry and the typed "unsupported" stubs. */
 #include "config.h"
-#include "gpu.h"
+#include "backend.h"
 #include "log.h"
 
 #include <pthread.h>

@@ -282,3 +282,26 @@ weft_status_t weft_root_start(const weft_addr_t *bind, const weft_auth_t *auth, 
         *bound = b;
     return WEFT_OK;
 }
+
+/* A new unique id: a fresh secret and a root started on this host. */
+weft_status_t weft_get_unique_id(weft_unique_id_t *id)
+{
+    weft_uid_info_t info;
+    weft_auth_t auth;
+    weft_addr_t bind, bound;
+    weft_status_t status;
+
+    if (!id)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    if ((status = weft_random_bytes(info.secret, sizeof(info.secret))) != WEFT_OK)
+        return status;
+    if ((status = weft_addr_pick_local(&bind)) != WEFT_OK)
+        return status;
+    weft_auth_init(&auth, info.secret);
+    status = weft_root_start(&bind, &auth, 0, (int)weft_param_int(WEFT_P_INIT_TIMEOUT_MS), &bound);
+    if (status != WEFT_OK)
+        return status;
+    info.root = bound;
+    weft_uid_encode(&info, id);
+    return WEFT_OK;
+}

@@ -22,18 +22,10 @@
 #include <stdint.h>
 #include "auth.h"
 #include "sock.h"
+#include "uid.h"
 #include "weft.h"
 
 #define WEFT_HOSTID_BYTES 16
-
-/* Decoded unique id. */
-typedef struct {
-    weft_addr_t root;
-    uint8_t secret[WEFT_SECRET_BYTES];
-} weft_uid_info_t;
-
-weft_status_t weft_uid_decode(const weft_unique_id_t *id, weft_uid_info_t *info);
-void weft_uid_encode(const weft_uid_info_t *info, weft_unique_id_t *id);
 
 /*
  * Starts a root thread listening on @p bind (port 0: ephemeral) and
