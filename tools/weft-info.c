@@ -1,7 +1,7 @@
 /* weft-info: what this build of weft has, and its parameters (-c). */
 #include "config.h"
 #include "coll.h"
-#include "gpu.h"
+#include "backend.h"
 #include "net.h"
 #include "topo.h"
 #include "param.h"

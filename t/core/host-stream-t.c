@@ -1,7 +1,7 @@
 /* Host backend streams: every block of a launch runs at once on its own
  * thread, operations on one stream run in order, events report progress. */
 #include "tap/basic.h"
-#include "gpu.h"
+#include "backend.h"
 
 #include <sched.h>
 #include <stdint.h>

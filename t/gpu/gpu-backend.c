@@ -7,7 +7,7 @@
 #include "tap/basic.h"
 #include "tap/job.h"
 #include "tap/ranks.h"
-#include "gpu.h"
+#include "backend.h"
 #include "comm.h"
 #include "weft.h"
 #include "p2p.h"

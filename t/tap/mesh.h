@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "comm.h"
-#include "gpu.h"
+#include "backend.h"
 #include "tap/ranks.h"
 #include "weft.h"
 
