@@ -5,6 +5,8 @@
 #include "config.h"
 #include "coll.h"
 #include "comm.h"
+#include "mem.h"
+#include "stream.h"
 #include "kernels.h"
 #include "log.h"
 #include "param.h"
@@ -274,48 +276,10 @@ void weft_coll_ctx_destroy(weft_comm_t *comm)
     comm->coll = NULL;
 }
 
-weft_status_t weft_coll_exchange(weft_comm_t *comm, weft_mem_t *local, weft_mem_t **remote)
-{
-    weft_mem_handle_t *h = calloc((size_t)comm->nranks, sizeof(*h));
-    weft_status_t status = h ? weft_mem_serialize(local, &h[comm->rank]) : WEFT_ERR_NO_MEMORY;
-    if (status == WEFT_OK)
-        status = weft_bootstrap_allgather(comm, h, sizeof(*h));
-    for (int p = 0; p < comm->nranks && status == WEFT_OK; p++)
-        if (p != comm->rank)
-            status = weft_mem_deserialize(comm, &h[p], &remote[p]);
-    free(h);
-    return status;
-}
 
-weft_status_t weft_comm_to_device(weft_comm_t *comm, void *dst, const void *src, size_t bytes)
-{
-    weft_gpu_stream_t *s;
-    weft_status_t status;
-    if (comm->caps & WEFT_CAP_CPU_ACCESS) {
-        memcpy(dst, src, bytes);
-        return WEFT_OK;
-    }
-    if ((status = comm->gpu->stream_create(comm->gctx, &s)) != WEFT_OK)
-        return status;
-    status = comm->gpu->memcpy_async(comm->gctx, dst, src, bytes, s);
-    if (status == WEFT_OK)
-        status = comm->gpu->stream_sync(comm->gctx, s);
-    comm->gpu->stream_destroy(comm->gctx, s);
-    return status;
-}
 
 /* The network transport between hosts: WEFT_NET_TRANSPORT, ethernet by default. */
-static unsigned net_transport(void)
-{
-    return strcmp(weft_param_str(WEFT_P_NET_TRANSPORT), "ib") == 0 ? WEFT_TRANSPORT_IB : WEFT_TRANSPORT_ETHERNET;
-}
 
-unsigned weft_coll_peer_transport(const weft_comm_t *comm, int peer)
-{
-    int same = memcmp(weft_bootstrap_hostid(comm->boot, peer), comm->hostid, WEFT_HOSTID_BYTES) == 0 &&
-               (comm->caps & WEFT_CAP_IPC);
-    return same ? WEFT_TRANSPORT_IPC : net_transport();
-}
 
 /*
  * Collective: the ring's channels to next and prev. Pairwise set-ups run
@@ -340,7 +304,7 @@ static weft_status_t ring_setup(weft_comm_t *comm, struct weft_coll_ctx *x)
     r->peer[1] = next < prev ? prev : next;
     r->npeers = next == prev ? 1 : 2;
     for (int i = 0; i < r->npeers; i++) {
-        via[i] = weft_coll_peer_transport(comm, r->peer[i]);
+        via[i] = weft_comm_peer_transport(comm, r->peer[i]);
         transports |= via[i];
     }
     /* Every neighbour on this host and the mesh set up: use its registration
@@ -422,6 +386,8 @@ static weft_status_t coll_setup(weft_comm_t *comm)
     size_t hb = (size_t)n * sizeof(weft_memory_channel_dev_t);
     weft_memory_channel_dev_t *tmp;
 
+    if ((status = weft_comm_on_destroy(comm, weft_coll_ctx_destroy)) != WEFT_OK)
+        return status;
     x = calloc(1, sizeof(*x));
     if (!x)
         return WEFT_ERR_NO_MEMORY;
@@ -457,8 +423,8 @@ static weft_status_t coll_setup(weft_comm_t *comm)
     if ((status = weft_mem_alloc_flags(comm, x->pkt_bytes, WEFT_GPU_MEM_SYNC, (void **)&x->pkt)) != WEFT_OK ||
         (status = weft_mem_register(comm, x->scratch, x->scratch_bytes, WEFT_TRANSPORT_IPC, &x->scratch_mem)) ||
         (status = weft_mem_register(comm, x->pkt, x->pkt_bytes, WEFT_TRANSPORT_IPC, &x->pkt_mem)) ||
-        (status = weft_coll_exchange(comm, x->scratch_mem, x->rscratch)) != WEFT_OK ||
-        (status = weft_coll_exchange(comm, x->pkt_mem, x->rpkt)) != WEFT_OK)
+        (status = weft_mem_exchange(comm, x->scratch_mem, x->rscratch)) != WEFT_OK ||
+        (status = weft_mem_exchange(comm, x->pkt_mem, x->rpkt)) != WEFT_OK)
         goto err;
     for (int p = 0; p < n; p++) {
         if (p == comm->rank)

@@ -3,6 +3,7 @@
 #define WEFT_COLL_H
 
 #include "collectives.h"
+#include "comm.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -23,5 +24,30 @@ const char *weft_coll_table_next(const char *platform, weft_coll_t coll, int nra
 void weft_coll_list_table(void (*fn)(const char *platform, const char *coll, const char *layout, int min_ranks,
                                      int max_ranks, uint64_t max_bytes, const char *algo, void *arg),
                           void *arg);
+
+/* Releases the collectives' channels (registered with weft_comm_on_destroy). */
+void weft_coll_ctx_destroy(weft_comm_t *comm);
+/* Launches the communicator's last collective kernel again with the very
+ * same arguments, as a replayed CUDA/HIP graph does: what tests use to
+ * check that nothing a kernel needs to differ between calls is fixed at
+ * launch (t/coll/replay-t). */
+weft_status_t weft_coll_replay_last(weft_comm_t *comm, weft_stream_t *stream);
+
+/* coll_p2p.c: releases the send/recv links. */
+void weft_p2p_ctx_destroy(weft_comm_t *comm);
+/* All-to-all of @p bytes per rank over the point-to-point links (ranks on
+ * several hosts); arguments already checked. */
+weft_status_t weft_p2p_alltoall(weft_comm_t *comm, weft_stream_t *stream, const void *sendbuf, void *recvbuf,
+                                size_t bytes);
+/* Broadcast of @p bytes from @p root down a binomial tree of links. */
+weft_status_t weft_p2p_tree_broadcast(weft_comm_t *comm, weft_stream_t *stream, const void *sendbuf, void *recvbuf,
+                                      size_t bytes, int root);
+
+/* coll_window.c: the slot of the window holding [ptr, ptr + bytes) and the
+ * offset there (*off), or -1; the device table of windows (NULL: none yet);
+ * releasing every window at communicator destruction. */
+int weft_window_find(const weft_comm_t *comm, const void *ptr, size_t bytes, uint64_t *off);
+char *const *weft_window_table(const weft_comm_t *comm);
+void weft_window_set_destroy(weft_comm_t *comm);
 
 #endif

@@ -21,6 +21,8 @@
 #include "config.h"
 #include "coll.h"
 #include "comm.h"
+#include "mem.h"
+#include "stream.h"
 #include "coll_p2p.h"
 #include "kernels.h"
 #include "log.h"
@@ -123,12 +125,15 @@ void weft_p2p_ctx_destroy(weft_comm_t *comm)
 /* Local: nothing is exchanged until a link is set up. */
 static weft_status_t ctx_setup(weft_comm_t *comm)
 {
-    struct weft_p2p_ctx *x = calloc(1, sizeof(*x));
+    struct weft_p2p_ctx *x;
     int n = comm->nranks;
-    weft_status_t status = WEFT_ERR_NO_MEMORY;
-    if (!x)
+    weft_status_t status = weft_comm_on_destroy(comm, weft_p2p_ctx_destroy);
+    if (status != WEFT_OK)
         return status;
+    if (!(x = calloc(1, sizeof(*x))))
+        return WEFT_ERR_NO_MEMORY;
     comm->p2p = x;
+    status = WEFT_ERR_NO_MEMORY;
     x->slot = (uint64_t)WEFT_MIN(WEFT_MAX(weft_param_int(WEFT_P_P2P_SLOT_BYTES), 4096L), 64L << 20) / 64 * 64;
     x->max_streams = 2 * (uint32_t)n;
     x->max_segs = 4 * (uint32_t)n + 64;
@@ -158,7 +163,7 @@ static weft_status_t ctx_setup(weft_comm_t *comm)
 static weft_status_t link_setup(weft_comm_t *comm, struct weft_p2p_ctx *x, int peer)
 {
     p2p_link_t *l = &x->links[peer];
-    unsigned via = weft_coll_peer_transport(comm, peer);
+    unsigned via = weft_comm_peer_transport(comm, peer);
     size_t bytes = 4 * x->slot;
     weft_port_channel_dev_t h[2];
     uint32_t lid, rid, dch, ach;

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "coll.h"
 #include "comm.h"
+#include "mem.h"
 #include "log.h"
 
 #include <stdlib.h>
@@ -50,6 +51,8 @@ static weft_status_t window_set(weft_comm_t *comm, struct weft_window_set **out)
     struct weft_window_set *set = comm->windows;
     weft_status_t status;
     if (!set) {
+        if ((status = weft_comm_on_destroy(comm, weft_window_set_destroy)) != WEFT_OK)
+            return status;
         if (!(set = calloc(1, sizeof(*set))))
             return WEFT_ERR_NO_MEMORY;
         status = comm->gpu->mem_alloc(comm->gctx, WEFT_COLL_MAX_WINDOWS * (size_t)comm->nranks * sizeof(char *), 0,
@@ -123,7 +126,7 @@ weft_status_t weft_comm_window_register(weft_comm_t *comm, void *buf, size_t byt
     w->bytes = bytes;
     status = registered_everywhere(comm, weft_mem_register(comm, buf, bytes, WEFT_TRANSPORT_IPC, &w->mem), &bad);
     if (status == WEFT_OK)
-        status = weft_coll_exchange(comm, w->mem, w->remote);
+        status = weft_mem_exchange(comm, w->mem, w->remote);
     row[comm->rank] = buf;
     for (int p = 0; p < comm->nranks && status == WEFT_OK; p++)
         if (p != comm->rank)

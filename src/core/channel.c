@@ -1,6 +1,8 @@
 /* Memory and switch channels (port channels live with the proxy). */
 #include "config.h"
 #include "comm.h"
+#include "channel.h"
+#include "mem.h"
 #include "ipc.h"
 #include "semaphore.h"
 #include "log.h"

@@ -1,5 +1,8 @@
 #include "config.h"
 #include "comm.h"
+#include "channel.h"
+#include "mem.h"
+#include "proxy.h"
 #include "conn.h"
 #include "log.h"
 #include "param.h"
@@ -324,9 +327,9 @@ weft_status_t weft_comm_destroy(weft_comm_t *comm)
 {
     if (!comm)
         return WEFT_ERR_INVALID_ARGUMENT;
-    weft_p2p_ctx_destroy(comm);
-    weft_coll_ctx_destroy(comm);
-    weft_window_set_destroy(comm);
+    /* what higher floors hung on the communicator goes first */
+    while (comm->nrelease > 0)
+        comm->release[--comm->nrelease](comm);
     pthread_mutex_lock(&comm->lock);
     while (comm->allocs) {
         weft_alloc_rec_t *a = comm->allocs;
@@ -338,6 +341,20 @@ weft_status_t weft_comm_destroy(weft_comm_t *comm)
     }
     pthread_mutex_unlock(&comm->lock);
     comm_free(comm);
+    return WEFT_OK;
+}
+
+weft_status_t weft_comm_on_destroy(weft_comm_t *comm, weft_comm_release_fn_t release)
+{
+    for (int i = 0; i < comm->nrelease; i++)
+        if (comm->release[i] == release)
+            return WEFT_OK;
+    if (comm->nrelease == WEFT_COMM_MAX_RELEASE) {
+        weft_error(WEFT_SUB_INIT, "rank %d: more than %d layers hang state on the communicator", comm->rank,
+                   WEFT_COMM_MAX_RELEASE);
+        return WEFT_ERR_INTERNAL;
+    }
+    comm->release[comm->nrelease++] = release;
     return WEFT_OK;
 }
 
@@ -541,4 +558,21 @@ weft_status_t weft_comm_device_ctl(weft_comm_t *comm, weft_dev_ctl_t **ctl)
         return WEFT_ERR_INVALID_ARGUMENT;
     *ctl = comm->ctl_dev;
     return WEFT_OK;
+}
+
+weft_status_t weft_comm_to_device(weft_comm_t *comm, void *dst, const void *src, size_t bytes)
+{
+    weft_gpu_stream_t *s;
+    weft_status_t status;
+    if (comm->caps & WEFT_CAP_CPU_ACCESS) {
+        memcpy(dst, src, bytes);
+        return WEFT_OK;
+    }
+    if ((status = comm->gpu->stream_create(comm->gctx, &s)) != WEFT_OK)
+        return status;
+    status = comm->gpu->memcpy_async(comm->gctx, dst, src, bytes, s);
+    if (status == WEFT_OK)
+        status = comm->gpu->stream_sync(comm->gctx, s);
+    comm->gpu->stream_destroy(comm->gctx, s);
+    return status;
 }

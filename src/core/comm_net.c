@@ -81,3 +81,15 @@ void weft_comm_net_free(weft_comm_t *comm)
         comm->net[i] = NULL;
     }
 }
+
+static unsigned net_transport(void)
+{
+    return strcmp(weft_param_str(WEFT_P_NET_TRANSPORT), "ib") == 0 ? WEFT_TRANSPORT_IB : WEFT_TRANSPORT_ETHERNET;
+}
+
+unsigned weft_comm_peer_transport(const weft_comm_t *comm, int peer)
+{
+    int same = memcmp(weft_bootstrap_hostid(comm->boot, peer), comm->hostid, WEFT_HOSTID_BYTES) == 0 &&
+               (comm->caps & WEFT_CAP_IPC);
+    return same ? WEFT_TRANSPORT_IPC : net_transport();
+}

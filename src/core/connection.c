@@ -8,19 +8,6 @@
 #include <string.h>
 #include <time.h>
 
-char *weft_mem_range(const weft_mem_t *mem, uint64_t off, uint64_t size, const char *what)
-{
-    void *p = NULL;
-    size_t bytes = 0;
-    uint64_t end;
-    if (weft_mem_ptr(mem, &p) != WEFT_OK || !p || weft_mem_size(mem, &bytes) != WEFT_OK ||
-        __builtin_add_overflow(off, size, &end) || end > bytes) {
-        weft_error(WEFT_SUB_PROXY, "%s: range [%llu, +%llu) outside a registration of %zu bytes", what,
-                   (unsigned long long)off, (unsigned long long)size, bytes);
-        return NULL;
-    }
-    return (char *)p + off;
-}
 
 /* -- direct engine -------------------------------------------------- */
 

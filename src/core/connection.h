@@ -11,6 +11,7 @@
 #define WEFT_CONNECTION_H
 
 #include "comm.h"
+#include "mem.h"
 
 typedef struct weft_connection_ops {
     /* dst[dst_off..+size) = src[src_off..+size); dst is the peer's memory */
@@ -58,6 +59,5 @@ weft_status_t weft_connection_net_open(weft_connection_t *c);
 
 /* Address of [off, off + size) of a registration mapped here, or NULL
  * (logged) when out of bounds or not mapped. */
-char *weft_mem_range(const weft_mem_t *mem, uint64_t off, uint64_t size, const char *what);
 
 #endif

@@ -11,7 +11,7 @@
  * 248 checksum: SHA-256(bytes 0..247)[0..8]
  */
 #include "config.h"
-#include "comm.h"
+#include "mem.h"
 #include "log.h"
 #include "util.h"
 #include "wire.h"
@@ -23,20 +23,6 @@
 #define MEM_MAGIC 0x4d544657u /* "WFTM" */
 #define MEM_VERSION 1
 
-struct weft_mem {
-    weft_comm_t *comm;
-    int owner;
-    int imported;           /* came from weft_mem_deserialize */
-    void *ptr;              /* NULL if not reachable by load/store */
-    size_t size;
-    unsigned transports;
-    weft_alloc_rec_t *alloc; /* local: the backing allocation, if any */
-    size_t offset;
-    void *map_base;         /* imported: the mapping and the backend's handle */
-    void *map_handle;
-    weft_net_mr_t *net_mr[WEFT_NET_COUNT];    /* local: network registrations */
-    weft_net_rkey_t net_rkey[WEFT_NET_COUNT]; /* how peers name it on each network */
-};
 
 static const unsigned net_bits[WEFT_NET_COUNT] = {WEFT_TRANSPORT_ETHERNET, WEFT_TRANSPORT_IB};
 
@@ -408,4 +394,31 @@ weft_status_t weft_mem_rank(const weft_mem_t *m, int *rank)
         return WEFT_ERR_INVALID_ARGUMENT;
     *rank = m->owner;
     return WEFT_OK;
+}
+
+char *weft_mem_range(const weft_mem_t *mem, uint64_t off, uint64_t size, const char *what)
+{
+    void *p = NULL;
+    size_t bytes = 0;
+    uint64_t end;
+    if (weft_mem_ptr(mem, &p) != WEFT_OK || !p || weft_mem_size(mem, &bytes) != WEFT_OK ||
+        __builtin_add_overflow(off, size, &end) || end > bytes) {
+        weft_error(WEFT_SUB_PROXY, "%s: range [%llu, +%llu) outside a registration of %zu bytes", what,
+                   (unsigned long long)off, (unsigned long long)size, bytes);
+        return NULL;
+    }
+    return (char *)p + off;
+}
+
+weft_status_t weft_mem_exchange(weft_comm_t *comm, weft_mem_t *local, weft_mem_t **remote)
+{
+    weft_mem_handle_t *h = calloc((size_t)comm->nranks, sizeof(*h));
+    weft_status_t status = h ? weft_mem_serialize(local, &h[comm->rank]) : WEFT_ERR_NO_MEMORY;
+    if (status == WEFT_OK)
+        status = weft_bootstrap_allgather(comm, h, sizeof(*h));
+    for (int p = 0; p < comm->nranks && status == WEFT_OK; p++)
+        if (p != comm->rank)
+            status = weft_mem_deserialize(comm, &h[p], &remote[p]);
+    free(h);
+    return status;
 }

@@ -13,6 +13,8 @@
  */
 #include "config.h"
 #include "semaphore.h"
+#include "proxy.h"
+#include "stream.h"
 #include "log.h"
 #include "topo.h"
 #include "util.h"

@@ -1,6 +1,7 @@
 /* Streams and launches of built-in kernels. */
 #include "config.h"
 #include "comm.h"
+#include "stream.h"
 #include "kernels.h"
 #include "log.h"
 

@@ -8,7 +8,7 @@
 #include "tap/basic.h"
 #include "tap/job.h"
 #include "tap/ranks.h"
-#include "comm.h"
+#include "coll.h"
 #include "weft.h"
 
 #include <stdio.h>

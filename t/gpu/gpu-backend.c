@@ -8,7 +8,7 @@
 #include "tap/job.h"
 #include "tap/ranks.h"
 #include "backend.h"
-#include "comm.h"
+#include "stream.h"
 #include "weft.h"
 #include "p2p.h"
 

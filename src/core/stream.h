@@ -1,0 +1,16 @@
+/* Streams: a communicator's handle on a backend stream. */
+#ifndef WEFT_STREAM_H
+#define WEFT_STREAM_H
+
+#include "comm.h"
+
+struct weft_stream {
+    weft_comm_t *comm;
+    weft_gpu_stream_t *s;
+    int borrowed; /* weft_stream_wrap: the runtime stream is the caller's */
+};
+
+/* 1 while @p stream records into a CUDA/HIP graph (never on the host backend). */
+int weft_stream_is_capturing(const weft_stream_t *stream);
+
+#endif
