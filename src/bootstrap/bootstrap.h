@@ -21,11 +21,11 @@
 
 #include <stdint.h>
 #include "auth.h"
+#include "hostid.h"
 #include "sock.h"
 #include "uid.h"
 #include "weft.h"
 
-#define WEFT_HOSTID_BYTES 16
 
 /*
  * Starts a root thread listening on @p bind (port 0: ephemeral) and

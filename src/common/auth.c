@@ -1,11 +1,14 @@
 #include "config.h"
 #include "auth.h"
+#include "log.h"
 #include "util.h"
 
+#include <errno.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <string.h>
+#include <sys/random.h>
 
 /* hello layout (little-endian fields, fixed size):
  *  0 u32 magic | 4 u16 version | 6 u16 purpose | 8 job tag[16] |
@@ -93,4 +96,21 @@ int weft_proof_check(const weft_auth_t *auth, int server_side,
     ok = CRYPTO_memcmp(expect, proof, WEFT_PROOF_BYTES) == 0;
     OPENSSL_cleanse(expect, sizeof(expect));
     return ok;
+}
+
+weft_status_t weft_random_bytes(void *buf, size_t len)
+{
+    unsigned char *p = buf;
+    while (len > 0) {
+        ssize_t n = getrandom(p, len, 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            weft_error(WEFT_SUB_INIT, "getrandom failed: %s", strerror(errno));
+            return WEFT_ERR_SYSTEM;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return WEFT_OK;
 }

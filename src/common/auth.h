@@ -63,4 +63,7 @@ int weft_proof_check(const weft_auth_t *auth, int server_side,
                      const uint8_t hello_s[WEFT_HELLO_BYTES],
                      const uint8_t proof[WEFT_PROOF_BYTES]);
 
+/* Fills @p buf with cryptographically strong random bytes. */
+weft_status_t weft_random_bytes(void *buf, size_t len);
+
 #endif

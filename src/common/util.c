@@ -1,12 +1,9 @@
 #include "config.h"
 #include "util.h"
-#include "log.h"
-#include "param.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include "auth.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,22 +34,6 @@ int weft_ms_left(uint64_t deadline)
     return ms > INT_MAX ? INT_MAX : (int)ms;
 }
 
-weft_status_t weft_random_bytes(void *buf, size_t len)
-{
-    unsigned char *p = buf;
-    while (len > 0) {
-        ssize_t n = getrandom(p, len, 0);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            weft_error(WEFT_SUB_INIT, "getrandom failed: %s", strerror(errno));
-            return WEFT_ERR_SYSTEM;
-        }
-        p += n;
-        len -= (size_t)n;
-    }
-    return WEFT_OK;
-}
 
 void weft_hex_encode(const void *in, size_t len, char *out)
 {
@@ -105,49 +86,7 @@ int weft_parse_long(const char *s, long min, long max, long *out)
     return 1;
 }
 
-static int read_small_file(const char *path, char *buf, size_t len)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t n;
-    if (fd < 0)
-        return -1;
-    n = read(fd, buf, len - 1);
-    close(fd);
-    if (n < 0)
-        return -1;
-    buf[n] = '\0';
-    return (int)n;
-}
 
-weft_status_t weft_host_identity(uint8_t out[16])
-{
-    const char *override = weft_param_str(WEFT_P_HOSTID);
-    uint8_t digest[32];
-    char text[512] = "";
-    char part[160];
-
-    if (override && *override) {
-        snprintf(text, sizeof(text), "override:%s", override);
-    } else {
-        /* Processes can share memory when they run on the same booted
-         * kernel; a separate network namespace counts as another host so
-         * that namespace tests exercise the network path. */
-        if (gethostname(part, sizeof(part)) == 0) {
-            part[sizeof(part) - 1] = '\0';
-            strncat(text, part, sizeof(text) - strlen(text) - 1);
-        }
-        if (read_small_file("/proc/sys/kernel/random/boot_id", part, sizeof(part)) > 0)
-            strncat(text, part, sizeof(text) - strlen(text) - 1);
-        ssize_t n = readlink("/proc/self/ns/net", part, sizeof(part) - 1);
-        if (n > 0) {
-            part[n] = '\0';
-            strncat(text, part, sizeof(text) - strlen(text) - 1);
-        }
-    }
-    weft_sha256(text, strlen(text), digest);
-    memcpy(out, digest, 16);
-    return WEFT_OK;
-}
 
 int weft_name_list_match(const char *spec, const char *name, int port)
 {

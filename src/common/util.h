@@ -36,9 +36,6 @@ static inline int weft_add_size(size_t a, size_t b, size_t *out)
     return 1;
 }
 
-/* Fills @p buf with cryptographically strong random bytes. */
-weft_status_t weft_random_bytes(void *buf, size_t len);
-
 /* Lower-case hex of @p len bytes into @p out (2 * len + 1 bytes). */
 void weft_hex_encode(const void *in, size_t len, char *out);
 /* Parses exactly 2 * len hex digits; 0 on any bad digit. */
@@ -54,9 +51,5 @@ int weft_parse_long(const char *s, long min, long max, long *out);
  * may end in ":port" and then matches that port only. 1 if @p name passes.
  */
 int weft_name_list_match(const char *spec, const char *name, int port);
-
-/* Host identity: same value for processes that can share memory (same
- * kernel boot and network namespace), overridable with WEFT_HOSTID. */
-weft_status_t weft_host_identity(uint8_t out[16]);
 
 #endif

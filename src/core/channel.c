@@ -1,7 +1,6 @@
 /* Memory and switch channels (port channels live with the proxy). */
 #include "config.h"
 #include "comm.h"
-#include "channel.h"
 #include "mem.h"
 #include "ipc.h"
 #include "semaphore.h"
@@ -80,11 +79,6 @@ struct weft_switch_channel {
     void *mc_ptr;           /* the object's mapping */
 };
 
-int weft_switch_enabled(void)
-{
-    const char *nccl = getenv("NCCL_NVLS_ENABLE");
-    return weft_param_int(WEFT_P_NVLS_ENABLE) == 1 && !(nccl && strcmp(nccl, "0") == 0);
-}
 
 /* Every rank's @p status; WEFT_OK if all are, else the first failure,
  * naming its rank and @p step. Collective. */

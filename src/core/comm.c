@@ -1,11 +1,11 @@
 #include "config.h"
 #include "comm.h"
-#include "channel.h"
 #include "mem.h"
 #include "proxy.h"
 #include "conn.h"
 #include "log.h"
 #include "param.h"
+#include "hostid.h"
 #include "util.h"
 
 #include <errno.h>
@@ -342,6 +342,13 @@ weft_status_t weft_comm_destroy(weft_comm_t *comm)
     pthread_mutex_unlock(&comm->lock);
     comm_free(comm);
     return WEFT_OK;
+}
+
+/* WEFT_NVLS_ENABLE=1 and not NCCL_NVLS_ENABLE=0. */
+int weft_switch_enabled(void)
+{
+    const char *nccl = getenv("NCCL_NVLS_ENABLE");
+    return weft_param_int(WEFT_P_NVLS_ENABLE) == 1 && !(nccl && strcmp(nccl, "0") == 0);
 }
 
 weft_status_t weft_comm_on_destroy(weft_comm_t *comm, weft_comm_release_fn_t release)

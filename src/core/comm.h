@@ -68,6 +68,10 @@ struct weft_comm {
  */
 weft_status_t weft_comm_on_destroy(weft_comm_t *comm, weft_comm_release_fn_t release);
 
+/* WEFT_NVLS_ENABLE=1 and not NCCL_NVLS_ENABLE=0: the switch channel may
+ * use the backend's multicast. */
+int weft_switch_enabled(void);
+
 /* Copies @p bytes from the host to device-visible memory (synchronously). */
 weft_status_t weft_comm_to_device(weft_comm_t *comm, void *dst, const void *src, size_t bytes);
 /* comm_net.c: the transport to reach @p peer: IPC on this host, else the
