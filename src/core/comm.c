@@ -1,7 +1,6 @@
 #include "config.h"
 #include "comm.h"
 #include "mem.h"
-#include "proxy.h"
 #include "conn.h"
 #include "log.h"
 #include "param.h"
@@ -553,8 +552,13 @@ weft_status_t weft_comm_check_device(weft_comm_t *comm)
         weft_error(WEFT_SUB_GPU, "rank %d: %s for %s %s", comm->rank, dev_op_name(WEFT_DEV_ERROR_OP(err)), peer,
                    code == WEFT_DEV_TIMEOUT ? "timed out" : "was aborted");
     if (code == WEFT_DEV_TIMEOUT &&
-        (WEFT_DEV_ERROR_OP(err) == WEFT_DEV_OP_FLUSH || WEFT_DEV_ERROR_OP(err) == WEFT_DEV_OP_FIFO_PUSH))
-        weft_proxy_report(comm); /* what the proxy the device waited for is doing */
+        (WEFT_DEV_ERROR_OP(err) == WEFT_DEV_OP_FLUSH || WEFT_DEV_ERROR_OP(err) == WEFT_DEV_OP_FIFO_PUSH)) {
+        /* what the proxy the device waited for is doing; acquire: pairs
+         * with the release in weft_proxy_create */
+        void (*report)(weft_comm_t *) = __atomic_load_n(&comm->report_proxies, __ATOMIC_ACQUIRE);
+        if (report)
+            report(comm);
+    }
     weft_comm_set_async_error(comm, status);
     return status;
 }

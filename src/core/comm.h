@@ -55,6 +55,9 @@ struct weft_comm {
     int nrelease;
     pthread_mutex_t proxy_lock; /* guards proxies */
     struct weft_proxy *proxies; /* this communicator's proxies, for diagnostics */
+    /* Set by the first proxy (proxy.c): logs what the proxies are doing
+     * when a device wait on one gave up. NULL while there is none. */
+    void (*report_proxies)(weft_comm_t *comm);
     weft_comm_net_t *net[WEFT_NET_COUNT]; /* guarded by lock */
 };
 

@@ -252,6 +252,7 @@ weft_status_t weft_proxy_create(weft_comm_t *comm, size_t fifo_size, weft_proxy_
     pthread_mutex_lock(&comm->proxy_lock);
     p->next = comm->proxies;
     comm->proxies = p;
+    __atomic_store_n(&comm->report_proxies, weft_proxy_report, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&comm->proxy_lock);
     weft_comm_leave(comm);
     *out = p;
