@@ -326,8 +326,6 @@ WEFT_API weft_status_t weft_mem_rank(const weft_mem_t *mem, int *rank);
  * error is also recorded as the async error.
  */
 WEFT_API weft_status_t weft_comm_check_device(weft_comm_t *comm);
-/** The control block that device handles point to (for kernels' own waits). */
-WEFT_API weft_status_t weft_comm_device_ctl(weft_comm_t *comm, weft_dev_ctl_t **ctl);
 
 /* ------------------------------------------------------------------ */
 /* Streams and built-in kernels                                        */

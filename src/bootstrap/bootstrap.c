@@ -235,11 +235,6 @@ const uint8_t *weft_bootstrap_hostid(const weft_bootstrap_t *b, int rank)
     return b->peers[rank].hostid;
 }
 
-weft_status_t weft_bootstrap_failed(const weft_bootstrap_t *b)
-{
-    return b->failed;
-}
-
 /* ---------------------------------------------------------------- */
 /* Progress                                                          */
 /* ---------------------------------------------------------------- */

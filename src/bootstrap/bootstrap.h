@@ -62,7 +62,5 @@ weft_status_t weft_bootstrap_recv_msg(weft_bootstrap_t *b, int peer, uint64_t ta
 weft_status_t weft_bootstrap_allgather_raw(weft_bootstrap_t *b, void *buf, size_t per_rank);
 weft_status_t weft_bootstrap_bcast_raw(weft_bootstrap_t *b, void *buf, size_t len, int root);
 weft_status_t weft_bootstrap_barrier_raw(weft_bootstrap_t *b);
-/* The sticky failure, or WEFT_OK. */
-weft_status_t weft_bootstrap_failed(const weft_bootstrap_t *b);
 
 #endif

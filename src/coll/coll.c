@@ -348,7 +348,8 @@ static weft_status_t ring_setup(weft_comm_t *comm, struct weft_coll_ctx *x)
                via[r->peer[0] == prev ? 0 : 1] == WEFT_TRANSPORT_IPC ? "ipc" : "net");
     return WEFT_OK;
 err:
-    weft_error(WEFT_SUB_COLL, "rank %d: setting up the ring to ranks %d and %d failed: %s", comm->rank, next, prev,
+    /* the step that failed logged why; this only traces the path */
+    weft_debug(WEFT_SUB_COLL, "rank %d: setting up the ring to ranks %d and %d failed: %s", comm->rank, next, prev,
                weft_status_string(status));
     ring_destroy(comm, r);
     x->ring = NULL;
@@ -471,7 +472,7 @@ shape:
     return weft_bootstrap_barrier(comm);
 err:
     free(tmp);
-    weft_error(WEFT_SUB_COLL, "rank %d: setting up collectives failed: %s", comm->rank, weft_status_string(status));
+    weft_debug(WEFT_SUB_COLL, "rank %d: setting up collectives failed: %s", comm->rank, weft_status_string(status));
     weft_coll_ctx_destroy(comm);
     return status;
 }

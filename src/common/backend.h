@@ -180,7 +180,7 @@ extern const weft_gpu_ops_t weft_hip_gpu_ops;
  * (the proxy, or the host caller); registration may happen from any
  * thread at any time.
  */
-#define WEFT_NET_ABI_VERSION 1
+#define WEFT_NET_ABI_VERSION 2
 #define WEFT_NET_ADDR_BYTES 64 /* a listener's address as peers see it */
 #define WEFT_NET_RKEY_BYTES 16 /* a registration as peers name it */
 
@@ -225,6 +225,9 @@ typedef struct weft_net_ops {
     uint32_t abi_version;
     uint32_t size;
     const char *name;
+    /* 1 when this host has what the provider needs to reach peers (ib: an
+     * active port passing WEFT_IB_HCA). Absent: 1. */
+    int (*usable)(void);
     weft_status_t (*init)(const weft_net_env_t *env, weft_net_ctx_t **ctx);
     void (*fini)(weft_net_ctx_t *ctx);
     /* A listener on the interface chosen by WEFT_SOCKET_IFNAME (or the

@@ -68,7 +68,7 @@ WEFT_PARAM(NET_SOCKETS, "WEFT_NET_SOCKETS", INT, "2",
 WEFT_PARAM(NET_CHUNK_BYTES, "WEFT_NET_CHUNK_BYTES", INT, "524288",
            "ethernet: largest frame of a write, bytes; also the staging buffer per socket for device memory")
 WEFT_PARAM(NET_TRANSPORT, "WEFT_NET_TRANSPORT", STR, "auto",
-           "network transport between hosts: auto (ib if a usable HCA, else ethernet), ethernet or ib")
+           "network transport between hosts: auto (ib where every rank has an active port passing WEFT_IB_HCA, else ethernet), ethernet or ib")
 WEFT_PARAM(IB_HCA, "WEFT_IB_HCA", STR, "",
            "ib: HCAs to use, e.g. mlx5_0:1,mlx5_1 (prefix match; ^ excludes; =exact)")
 WEFT_PARAM(IB_GID_INDEX, "WEFT_IB_GID_INDEX", INT, "-1",

@@ -308,14 +308,3 @@ void weft_sock_tune(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &timeout_ms, sizeof(timeout_ms));
 }
 
-int weft_sock_accept(int lfd)
-{
-    for (;;) {
-        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd >= 0)
-            return fd;
-        if (errno == EINTR || errno == ECONNABORTED)
-            continue;
-        return -1;
-    }
-}

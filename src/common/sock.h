@@ -49,7 +49,5 @@ weft_status_t weft_sock_connect_start(const weft_addr_t *addr, int *fd);
 weft_status_t weft_sock_connect_result(int fd, int *err);
 /* TCP_NODELAY, keep-alive and TCP_USER_TIMEOUT on a connected socket. */
 void weft_sock_tune(int fd);
-/* Accepts one connection (non-blocking, close-on-exec); -1 if none. */
-int weft_sock_accept(int lfd);
 
 #endif

@@ -206,6 +206,8 @@ static weft_status_t comm_create(const weft_uid_info_t *uid, int nranks, int ran
     if ((comm->caps & WEFT_CAP_IPC_FD) && comm->local_size > 1 &&
         (status = weft_ipc_create(&comm->auth, rank, &comm->ipc)) != WEFT_OK)
         goto err;
+    if ((status = weft_comm_net_choose(comm)) != WEFT_OK)
+        goto err;
     /* Everyone's services are up before anyone uses them. */
     if ((status = weft_bootstrap_barrier_raw(comm->boot)) != WEFT_OK)
         goto err;
@@ -561,14 +563,6 @@ weft_status_t weft_comm_check_device(weft_comm_t *comm)
     }
     weft_comm_set_async_error(comm, status);
     return status;
-}
-
-weft_status_t weft_comm_device_ctl(weft_comm_t *comm, weft_dev_ctl_t **ctl)
-{
-    if (!comm || !ctl)
-        return WEFT_ERR_INVALID_ARGUMENT;
-    *ctl = comm->ctl_dev;
-    return WEFT_OK;
 }
 
 weft_status_t weft_comm_to_device(weft_comm_t *comm, void *dst, const void *src, size_t bytes)

@@ -59,6 +59,7 @@ struct weft_comm {
      * when a device wait on one gave up. NULL while there is none. */
     void (*report_proxies)(weft_comm_t *comm);
     weft_comm_net_t *net[WEFT_NET_COUNT]; /* guarded by lock */
+    unsigned net_transport; /* between hosts: WEFT_TRANSPORT_ETHERNET or _IB (weft_comm_net_choose) */
 };
 
 /*
@@ -81,6 +82,10 @@ weft_status_t weft_comm_to_device(weft_comm_t *comm, void *dst, const void *src,
  * network's (WEFT_NET_TRANSPORT). */
 unsigned weft_comm_peer_transport(const weft_comm_t *comm, int peer);
 
+/* comm_net.c, at init (collective): the transport between hosts, from
+ * WEFT_NET_TRANSPORT; "auto" takes ib where every rank has a usable port
+ * (ranks agree over the bootstrap), else ethernet. */
+weft_status_t weft_comm_net_choose(weft_comm_t *comm);
 /* comm_net.c: the provider of network transport @p idx, started on first
  * use (caller holds the lock); released by weft_comm_net_free. */
 weft_status_t weft_comm_net_get(weft_comm_t *comm, int idx, weft_comm_net_t **net);

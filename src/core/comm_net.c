@@ -8,6 +8,7 @@
 #include "weft/device.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 int weft_net_index(unsigned transport)
 {
@@ -82,14 +83,45 @@ void weft_comm_net_free(weft_comm_t *comm)
     }
 }
 
-static unsigned net_transport(void)
+weft_status_t weft_comm_net_choose(weft_comm_t *comm)
 {
-    return strcmp(weft_param_str(WEFT_P_NET_TRANSPORT), "ib") == 0 ? WEFT_TRANSPORT_IB : WEFT_TRANSPORT_ETHERNET;
+    const char *want = weft_param_str(WEFT_P_NET_TRANSPORT);
+    const weft_net_ops_t *ib = weft_net_find(WEFT_TRANSPORT_IB);
+    uint8_t *usable;
+    weft_status_t status;
+    int all = 1;
+
+    if (strcmp(want, "ethernet") == 0 || strcmp(want, "ib") == 0) {
+        comm->net_transport = want[0] == 'i' ? WEFT_TRANSPORT_IB : WEFT_TRANSPORT_ETHERNET;
+        return WEFT_OK;
+    }
+    if (strcmp(want, "auto") != 0) {
+        weft_error(WEFT_SUB_INIT, "WEFT_NET_TRANSPORT=%s: expected auto, ethernet or ib", want);
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    comm->net_transport = WEFT_TRANSPORT_ETHERNET;
+    /* Every rank sees the same host ids, so all of them skip this or all
+     * take part in the exchange. */
+    if (comm->local_size == comm->nranks)
+        return WEFT_OK;
+    if (!(usable = calloc((size_t)comm->nranks, 1)))
+        return WEFT_ERR_NO_MEMORY;
+    usable[comm->rank] = ib && ib->usable();
+    status = weft_bootstrap_allgather_raw(comm->boot, usable, 1);
+    for (int r = 0; r < comm->nranks && status == WEFT_OK; r++)
+        all &= usable[r];
+    free(usable);
+    if (status == WEFT_OK && all)
+        comm->net_transport = WEFT_TRANSPORT_IB;
+    if (status == WEFT_OK)
+        weft_info(WEFT_SUB_INIT, "rank %d: between hosts over %s (WEFT_NET_TRANSPORT=auto)", comm->rank,
+                  all ? "ib" : "ethernet");
+    return status;
 }
 
 unsigned weft_comm_peer_transport(const weft_comm_t *comm, int peer)
 {
     int same = memcmp(weft_bootstrap_hostid(comm->boot, peer), comm->hostid, WEFT_HOSTID_BYTES) == 0 &&
                (comm->caps & WEFT_CAP_IPC);
-    return same ? WEFT_TRANSPORT_IPC : net_transport();
+    return same ? WEFT_TRANSPORT_IPC : comm->net_transport;
 }

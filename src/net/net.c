@@ -12,6 +12,7 @@ static weft_status_t unsupported(const char *what)
     return WEFT_ERR_UNSUPPORTED;
 }
 
+static int stub_usable(void) { return 1; }
 static weft_status_t stub_init(const weft_net_env_t *env, weft_net_ctx_t **ctx)
 {
     (void)env, (void)ctx;
@@ -76,7 +77,7 @@ static void stub_close(weft_net_ep_t *ep) { (void)ep; }
 
 static const weft_net_ops_t stubs = {
     .abi_version = WEFT_NET_ABI_VERSION, .size = sizeof(weft_net_ops_t), .name = "none",
-    .init = stub_init, .fini = stub_fini, .listen = stub_listen, .listen_close = stub_listen_close,
+    .usable = stub_usable, .init = stub_init, .fini = stub_fini, .listen = stub_listen, .listen_close = stub_listen_close,
     .connect = stub_connect, .accept = stub_accept, .progress = stub_progress, .cancel = stub_cancel, .reg_mr = stub_reg_mr, .dereg_mr = stub_dereg_mr,
     .post_write = stub_post_write, .post_signal = stub_post_signal, .poll = stub_poll, .flush = stub_flush,
     .close = stub_close,
@@ -88,7 +89,7 @@ static void fill(weft_net_ops_t *t, const weft_net_ops_t *p)
 {
     *t = stubs;
     t->name = p->name;
-    FILL(*t, p, init); FILL(*t, p, fini); FILL(*t, p, listen); FILL(*t, p, listen_close);
+    FILL(*t, p, usable); FILL(*t, p, init); FILL(*t, p, fini); FILL(*t, p, listen); FILL(*t, p, listen_close);
     FILL(*t, p, connect); FILL(*t, p, accept); FILL(*t, p, progress); FILL(*t, p, cancel); FILL(*t, p, reg_mr); FILL(*t, p, dereg_mr);
     FILL(*t, p, post_write); FILL(*t, p, post_signal); FILL(*t, p, poll); FILL(*t, p, flush);
     FILL(*t, p, close);

@@ -374,7 +374,7 @@ int main(void)
         transport = WEFT_TRANSPORT_IB;
         run_ranks(1, 30000, ib_probe, NULL, &res);
         if (res.code[0] == 77)
-            skip_all("no usable InfiniBand or RoCE device here (and no rdma_rxe): the ib data path was not run");
+            skip_all_hardware("ib", "no usable InfiniBand or RoCE device here (and no rdma_rxe): the ib data path was not run");
     }
     if (getenv("WEFT_TEST_NETNS_STREAM"))
         return stream_until_error(atoi(getenv("WEFT_RANK") ? getenv("WEFT_RANK") : "0"), 2);

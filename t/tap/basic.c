@@ -81,6 +81,50 @@ int is_string(const char *want, const char *got, const char *fmt, ...)
     return same;
 }
 
+int is_status(weft_status_t want, weft_status_t got, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    report(want == got, fmt, ap);
+    va_end(ap);
+    if (want != got)
+        diag("wanted %s, got %s", weft_status_string(want), weft_status_string(got));
+    return want == got;
+}
+
+int tap_strict(const char *kind)
+{
+    const char *spec = getenv("WEFT_TEST_STRICT");
+    size_t n = strlen(kind);
+    if (!spec || !*spec || strcmp(spec, "0") == 0)
+        return 0;
+    if (strcmp(spec, "1") == 0 || strcmp(spec, "all") == 0)
+        return 1;
+    for (const char *p = spec; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && strncmp(p, kind, n) == 0)
+            return 1;
+        p += len + (end ? 1 : 0);
+    }
+    return 0;
+}
+
+void skip_all_hardware(const char *kind, const char *fmt, ...)
+{
+    char why[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    if (tap_strict(kind)) {
+        plan(1);
+        ok(0, "%s hardware is present (WEFT_TEST_STRICT demands it): %s", kind, why);
+        exit(test_done());
+    }
+    skip_all("%s", why);
+}
+
 void skip(const char *fmt, ...)
 {
     va_list ap;

@@ -146,6 +146,51 @@ static void *event_main(void *arg)
     }
 }
 
+/* Every port of every device, as the selection sees them: at most @p max
+ * into @p ports (and the device of each into @p port_dev); how many. */
+static int list_ports(struct ibv_device **devs, int ndev, weft_ib_port_info_t *ports, struct ibv_device **port_dev,
+                      int max)
+{
+    int nports = 0;
+    for (int d = 0; d < ndev && nports < max; d++) {
+        struct ibv_context *c = ibv_open_device(devs[d]);
+        struct ibv_device_attr da;
+        if (!c)
+            continue;
+        if (ibv_query_device(c, &da) == 0) {
+            for (int p = 1; p <= da.phys_port_cnt && nports < max; p++) {
+                struct ibv_port_attr pa;
+                if (ibv_query_port(c, (uint8_t)p, &pa) != 0)
+                    continue;
+                snprintf(ports[nports].name, sizeof(ports[nports].name), "%s", ibv_get_device_name(devs[d]));
+                ports[nports].port = p;
+                ports[nports].active = pa.state == IBV_PORT_ACTIVE;
+                ports[nports].link_layer = pa.link_layer;
+                port_dev[nports++] = devs[d];
+            }
+        }
+        ibv_close_device(c);
+    }
+    return nports;
+}
+
+/* 1 when an active port passes WEFT_IB_HCA (what WEFT_NET_TRANSPORT=auto
+ * asks before it picks ib). */
+static int ib_usable(void)
+{
+    weft_ib_port_info_t ports[64];
+    struct ibv_device *port_dev[64];
+    int ndev = 0, chosen[WEFT_IB_MAX_HCAS], n = 0;
+    struct ibv_device **devs = ibv_get_device_list(&ndev);
+    if (devs && ndev > 0) {
+        n = list_ports(devs, ndev, ports, port_dev, 64);
+        n = weft_ib_select(ports, n, weft_param_str(WEFT_P_IB_HCA), NULL, -1, chosen, WEFT_IB_MAX_HCAS);
+    }
+    if (devs)
+        ibv_free_device_list(devs);
+    return n > 0;
+}
+
 static weft_status_t ib_init(const weft_net_env_t *env, weft_net_ctx_t **out)
 {
     weft_net_ctx_t *ctx = calloc(1, sizeof(*ctx));
@@ -168,26 +213,7 @@ static weft_status_t ib_init(const weft_net_env_t *env, weft_net_ctx_t **out)
         status = WEFT_ERR_UNSUPPORTED;
         goto out;
     }
-    /* every port of every device, as the selection sees them */
-    for (int d = 0; d < ndev && nports < 64; d++) {
-        struct ibv_context *c = ibv_open_device(devs[d]);
-        struct ibv_device_attr da;
-        if (!c)
-            continue;
-        if (ibv_query_device(c, &da) == 0) {
-            for (int p = 1; p <= da.phys_port_cnt && nports < 64; p++) {
-                struct ibv_port_attr pa;
-                if (ibv_query_port(c, (uint8_t)p, &pa) != 0)
-                    continue;
-                snprintf(ports[nports].name, sizeof(ports[nports].name), "%s", ibv_get_device_name(devs[d]));
-                ports[nports].port = p;
-                ports[nports].active = pa.state == IBV_PORT_ACTIVE;
-                ports[nports].link_layer = pa.link_layer;
-                port_dev[nports++] = devs[d];
-            }
-        }
-        ibv_close_device(c);
-    }
+    nports = list_ports(devs, ndev, ports, port_dev, 64);
     gpu = gpu_in_topology(env, weft_topo_shared());
     nchosen = weft_ib_select(ports, nports, spec, weft_topo_shared(), gpu, chosen, WEFT_IB_MAX_HCAS);
     if (nchosen == 0) {
@@ -422,6 +448,7 @@ const weft_net_ops_t weft_ib_ops = {
     .abi_version = WEFT_NET_ABI_VERSION,
     .size = sizeof(weft_net_ops_t),
     .name = "ib",
+    .usable = ib_usable,
     .init = ib_init,
     .fini = ib_fini,
     .listen = ib_listen,
