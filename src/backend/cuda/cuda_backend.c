@@ -19,6 +19,7 @@
  */
 #include "config.h"
 #include "backend.h"
+#include "builtins.h"
 #include "log.h"
 #include "util.h"
 
@@ -36,7 +37,6 @@
 #define RT_NAME "hip"
 #define RT_OPS weft_hip_gpu_ops
 #define RT_KERNELS weft_hip_kernels
-#define RT_NKERNELS weft_hip_nkernels
 #define RT_SUB "hip"
 #define rtError_t hipError_t
 #define rtSuccess hipSuccess
@@ -69,7 +69,6 @@
 #define RT_NAME "cuda"
 #define RT_OPS weft_cuda_gpu_ops
 #define RT_KERNELS weft_cuda_kernels
-#define RT_NKERNELS weft_cuda_nkernels
 #define rtError_t cudaError_t
 #define rtSuccess cudaSuccess
 #define rtIpcMemHandle_t cudaIpcMemHandle_t
@@ -363,7 +362,7 @@ static void vmm_unmap(vmm_alloc_t *v)
 
 static uint64_t rt_caps(weft_gpu_ctx_t *ctx)
 {
-    uint64_t caps = WEFT_CAP_IPC | WEFT_CAP_HOST_MAPPED;
+    uint64_t caps = WEFT_CAP_IPC | WEFT_CAP_HOST_MAPPED | WEFT_CAP_RUNTIME_STREAMS | WEFT_CAP_GPU;
 #ifndef WEFT_RT_HIP
     CUmemAllocationProp prop;
     size_t gran;
@@ -708,34 +707,29 @@ static weft_status_t rt_memcpy_async(weft_gpu_ctx_t *ctx, void *dst, const void 
 }
 
 /* The kernel table of src/kernels/gpu_instantiate.h, compiled by nvcc
- * (cuda_kernels.cu) or hipcc (hip_kernels.hip). */
-typedef struct {
-    const char *name;
-    const void *fn;
-    size_t args_size;
-} weft_gpu_kernel_entry_t;
-extern const weft_gpu_kernel_entry_t RT_KERNELS[];
-extern const size_t RT_NKERNELS;
+ * (cuda_kernels.cu) or hipcc (hip_kernels.hip): indexed by the kernel's
+ * index (weft_kernel_id_t). */
+extern const weft_gpu_kernel_entry_t RT_KERNELS[WEFT_KERNEL_COUNT];
 
 static weft_status_t rt_launch(weft_gpu_ctx_t *ctx, const weft_gpu_launch_t *l, weft_gpu_stream_t *stream)
 {
-    for (size_t i = 0; i < RT_NKERNELS; i++) {
-        const weft_gpu_kernel_entry_t *k = &RT_KERNELS[i];
-        void *args[1] = {l->args};
-        if (strcmp(k->name, l->name) != 0)
-            continue;
-        if (k->args_size != l->args_size || l->nblocks == 0 || l->nthreads == 0 || l->nthreads > 1024) {
-            weft_error(WEFT_SUB_GPU, RT_NAME " launch of %s: %u blocks of %u threads, %zu argument bytes (expected %zu)",
-                       l->name, l->nblocks, l->nthreads, l->args_size, k->args_size);
-            return WEFT_ERR_INVALID_ARGUMENT;
-        }
-        RT(SetDevice)(ctx->device);
-        return rt_check(RT(LaunchKernel)(k->fn, (dim3){l->nblocks, 1, 1}, (dim3){l->nthreads, 1, 1}, args, 0,
-                                         (rtStream_t)stream),
-                        l->name);
+    const weft_gpu_kernel_entry_t *k;
+    void *args[1] = {l->args};
+    if (l->kernel < 0 || l->kernel >= WEFT_KERNEL_COUNT) {
+        weft_error(WEFT_SUB_GPU, RT_NAME " backend: no built-in kernel of index %d (%s)", l->kernel,
+                   l->name ? l->name : "unnamed");
+        return WEFT_ERR_NOT_FOUND;
     }
-    weft_error(WEFT_SUB_GPU, RT_NAME " backend: no kernel named %s", l->name);
-    return WEFT_ERR_NOT_FOUND;
+    k = &RT_KERNELS[l->kernel];
+    if (k->args_size != l->args_size || l->nblocks == 0 || l->nthreads == 0 || l->nthreads > 1024) {
+        weft_error(WEFT_SUB_GPU, RT_NAME " launch of %s: %u blocks of %u threads, %zu argument bytes (expected %zu)",
+                   l->name, l->nblocks, l->nthreads, l->args_size, k->args_size);
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    RT(SetDevice)(ctx->device);
+    return rt_check(RT(LaunchKernel)(k->fn, (dim3){l->nblocks, 1, 1}, (dim3){l->nthreads, 1, 1}, args, 0,
+                                     (rtStream_t)stream),
+                    l->name);
 }
 
 const weft_gpu_ops_t RT_OPS = {
