@@ -158,18 +158,42 @@ static int admits(const weft_comm_t *comm, const weft_algo_t *a, uint64_t bytes,
            (!a->switch_sum || weft_sc_reduces((weft_dtype_t)dtype, (weft_redop_t)op));
 }
 
+/* The selection table's rules, each resolved once to its algorithm (NULL:
+ * the rule names none of its collective), by rule index. */
+#define MAX_RULES 64
+static const weft_algo_t *rule_algo[MAX_RULES];
+static size_t nrules;
+static pthread_once_t rules_once = PTHREAD_ONCE_INIT;
+
+static void resolve_rule(const char *platform, const char *coll, const char *layout, int min_ranks, int max_ranks,
+                         uint64_t max_bytes, const char *algo, void *arg)
+{
+    int c = weft_coll_from_name(coll);
+    (void)platform, (void)layout, (void)min_ranks, (void)max_ranks, (void)max_bytes, (void)arg;
+    if (nrules < MAX_RULES)
+        rule_algo[nrules] = c < 0 ? NULL : find_algo((weft_coll_t)c, algo);
+    nrules++;
+}
+
+static void resolve_rules(void)
+{
+    weft_coll_list_table(resolve_rule, NULL);
+    if (nrules > MAX_RULES)
+        weft_warn(WEFT_SUB_COLL, "the selection table has %zu rules; the last %zu are ignored", nrules,
+                  nrules - MAX_RULES);
+}
+
 /* WEFT_ALGO, then the platform's selection table (coll_table.c), then the
  * registry's order; each only if the communicator admits the algorithm. */
 static const weft_algo_t *select_algo(weft_comm_t *comm, weft_coll_t c, uint64_t bytes, int dtype, int op)
 {
     const weft_algo_t *o = algo_override(c);
-    const char *name;
     size_t pos = 0;
     if (o && admits(comm, o, bytes, dtype, op))
         return o;
-    while ((name = weft_coll_table_next(comm->caps, c, comm->nranks, comm->local_size == comm->nranks, bytes,
-                                        &pos)) != NULL)
-        if ((o = find_algo(c, name)) != NULL && admits(comm, o, bytes, dtype, op))
+    pthread_once(&rules_once, resolve_rules);
+    while (weft_coll_table_next(comm->caps, c, comm->nranks, comm->local_size == comm->nranks, bytes, &pos) != NULL)
+        if (pos - 1 < MAX_RULES && (o = rule_algo[pos - 1]) != NULL && admits(comm, o, bytes, dtype, op))
             return o;
     for (size_t i = 0; i < WEFT_ARRAY_SIZE(algos); i++)
         if (algos[i].coll == c && admits(comm, &algos[i], bytes, dtype, op))

@@ -18,7 +18,8 @@ void weft_coll_list_algorithms(void (*fn)(const char *coll, const char *name, co
 /* coll_table.c: the next rule at or after *pos that matches a call on a
  * backend of capabilities @p caps (its platform: WEFT_CAP_GPU or not), as
  * an algorithm name; NULL when none is left. *pos moves past the rule
- * returned. */
+ * returned: the rule's index is *pos - 1, its place in weft_coll_list_table's
+ * order. */
 const char *weft_coll_table_next(uint64_t caps, weft_coll_t coll, int nranks, int one_host, uint64_t bytes,
                                  size_t *pos);
 /* Calls fn for every rule of the selection table, in order. */
