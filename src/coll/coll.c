@@ -22,7 +22,7 @@ typedef struct coll_call coll_call_t;
 
 /* An algorithm that is not one kernel launch runs this instead (with the
  * call's bytes per rank). */
-typedef weft_status_t (*weft_algo_run_fn)(weft_comm_t *comm, weft_stream_t *stream, const coll_call_t *c,
+typedef weft_status_t (*weft_algo_run_fn_t)(weft_comm_t *comm, weft_stream_t *stream, const coll_call_t *c,
                                           size_t bytes);
 
 static weft_status_t run_tree_broadcast(weft_comm_t *comm, weft_stream_t *stream, const coll_call_t *c, size_t bytes);
@@ -35,7 +35,7 @@ typedef struct {
     int packet;          /* limited by WEFT_COLL_PACKET_MAX_BYTES */
     uint64_t caps;       /* backend capabilities it needs */
     weft_kernel_id_t kernel; /* the built-in kernel it launches, unless run */
-    weft_algo_run_fn run;    /* or: what it runs (links to every peer, set up pairwise: coll_p2p.c) */
+    weft_algo_run_fn_t run;    /* or: what it runs (links to every peer, set up pairwise: coll_p2p.c) */
     const char *help;
     int one_host;        /* needs every rank on this host (memory channels) */
     int per_block;       /* each block is a team of its own (coll_common.h): launched wide */
@@ -55,29 +55,32 @@ static const weft_algo_t algos[] = {
      "(WEFT_NVLS_ENABLE=1; sums of f32, f16, bf16)", 1, 1, 1},
     {WEFT_COLL_ALLREDUCE, "ring", 0, 0, WEFT_KERNEL_coll_allreduce_ring, NULL,
      "ring reduce-scatter + allgather over port channels (ranks on several hosts)", 0, 0, 0},
-    {WEFT_COLL_ALLGATHER, "mesh", 0, WEFT_CAP_IPC, WEFT_KERNEL_coll_allgather_mesh, NULL, "every rank reads every rank's part", 1, 1, 0},
+    {WEFT_COLL_ALLGATHER, "mesh", 0, WEFT_CAP_IPC, WEFT_KERNEL_coll_allgather_mesh, NULL,
+     "every rank reads every rank's part", 1, 1, 0},
     {WEFT_COLL_ALLGATHER, "ring", 0, 0, WEFT_KERNEL_coll_allgather_ring, NULL,
      "each block passed round a ring of port channels (ranks on several hosts)", 0, 0, 0},
     {WEFT_COLL_REDUCE_SCATTER, "mesh", 0, WEFT_CAP_IPC, WEFT_KERNEL_coll_reduce_scatter_mesh, NULL,
      "every rank reduces its block from every rank's scratch", 1, 1, 0},
     {WEFT_COLL_REDUCE_SCATTER, "ring", 0, 0, WEFT_KERNEL_coll_reduce_scatter_ring, NULL,
      "each block's partial passed round a ring of port channels (ranks on several hosts)", 0, 0, 0},
-    {WEFT_COLL_BROADCAST, "mesh", 0, WEFT_CAP_IPC, WEFT_KERNEL_coll_broadcast_mesh, NULL, "every rank reads the root's scratch", 1, 1, 0},
+    {WEFT_COLL_BROADCAST, "mesh", 0, WEFT_CAP_IPC, WEFT_KERNEL_coll_broadcast_mesh, NULL,
+     "every rank reads the root's scratch", 1, 1, 0},
     {WEFT_COLL_BROADCAST, "ring", 0, 0, WEFT_KERNEL_coll_broadcast_ring, NULL,
      "pipelined along a ring of port channels from the root (ranks on several hosts)", 0, 0, 0},
     {WEFT_COLL_BROADCAST, "tree", 0, 0, WEFT_KERNEL_COUNT, run_tree_broadcast,
      "binomial tree over point-to-point links, chunks forwarded on arrival (ranks on several hosts)", 0, 0, 0},
-    {WEFT_COLL_REDUCE, "mesh", 0, WEFT_CAP_IPC, WEFT_KERNEL_coll_reduce_mesh, NULL, "the root reads and reduces every rank's scratch",
-     1, 1, 0},
+    {WEFT_COLL_REDUCE, "mesh", 0, WEFT_CAP_IPC, WEFT_KERNEL_coll_reduce_mesh, NULL,
+     "the root reads and reduces every rank's scratch", 1, 1, 0},
     {WEFT_COLL_REDUCE, "ring", 0, 0, WEFT_KERNEL_coll_reduce_ring, NULL,
      "pipelined chain of partial reductions ending at the root (ranks on several hosts)", 0, 0, 0},
-    {WEFT_COLL_ALLTOALL, "mesh", 0, WEFT_CAP_IPC, WEFT_KERNEL_coll_alltoall_mesh, NULL, "every rank reads its block from every rank",
-     1, 1, 0},
+    {WEFT_COLL_ALLTOALL, "mesh", 0, WEFT_CAP_IPC, WEFT_KERNEL_coll_alltoall_mesh, NULL,
+     "every rank reads its block from every rank", 1, 1, 0},
     {WEFT_COLL_ALLTOALL, "direct", 0, 0, WEFT_KERNEL_COUNT, run_direct_alltoall,
      "every block sent straight to its rank over a point-to-point link (ranks on several hosts)", 0, 0, 0},
-    {WEFT_COLL_BARRIER, "mesh", 0, WEFT_CAP_IPC, WEFT_KERNEL_coll_barrier, NULL, "signal every peer, wait for every peer", 1, 0, 0},
-    {WEFT_COLL_BARRIER, "ring", 0, 0, WEFT_KERNEL_coll_barrier_ring, NULL, "n - 1 empty steps round a ring (ranks on several hosts)",
-     0, 0, 0},
+    {WEFT_COLL_BARRIER, "mesh", 0, WEFT_CAP_IPC, WEFT_KERNEL_coll_barrier, NULL,
+     "signal every peer, wait for every peer", 1, 0, 0},
+    {WEFT_COLL_BARRIER, "ring", 0, 0, WEFT_KERNEL_coll_barrier_ring, NULL,
+     "n - 1 empty steps round a ring (ranks on several hosts)", 0, 0, 0},
 };
 
 static const char *const coll_names[WEFT_COLL_COUNT] = {"allreduce", "allgather", "reducescatter", "broadcast",

@@ -533,10 +533,10 @@ WEFT_DEVICE void weft_coll_stage_blocks(const weft_kctx_t *k, weft_coll_args_t *
  * [first, end) of the inputs in[] and outputs out[] every rank published;
  * and, once every rank has staged, do the chunk (non-zero: a wait gave
  * up). */
-typedef void (*weft_coll_stage_fn)(const weft_kctx_t *k, weft_coll_args_t *a, uint64_t e0, uint64_t ce);
-typedef void (*weft_coll_zc_fn)(const weft_kctx_t *k, weft_coll_args_t *a, const char **in, char **out,
+typedef void (*weft_coll_stage_fn_t)(const weft_kctx_t *k, weft_coll_args_t *a, uint64_t e0, uint64_t ce);
+typedef void (*weft_coll_zc_fn_t)(const weft_kctx_t *k, weft_coll_args_t *a, const char **in, char **out,
                                 uint64_t first, uint64_t end);
-typedef int (*weft_coll_chunk_fn)(const weft_kctx_t *k, weft_coll_args_t *a, uint64_t e0, uint64_t ce);
+typedef int (*weft_coll_chunk_fn_t)(const weft_kctx_t *k, weft_coll_args_t *a, uint64_t e0, uint64_t ce);
 
 /*
  * The skeleton of the chunked mesh bodies, written once: publish whether
@@ -551,7 +551,7 @@ typedef int (*weft_coll_chunk_fn)(const weft_kctx_t *k, weft_coll_args_t *a, uin
  * @p need_out: the zero-copy path writes peers' outputs too.
  */
 WEFT_DEVICE void weft_coll_mesh(const weft_kctx_t *k, weft_coll_args_t *a, uint64_t copies, int need_out,
-                                weft_coll_stage_fn stage, weft_coll_zc_fn zero_copy, weft_coll_chunk_fn step)
+                                weft_coll_stage_fn_t stage, weft_coll_zc_fn_t zero_copy, weft_coll_chunk_fn_t step)
 {
     uint64_t chunk = weft_coll_chunk(k, a, copies), first, end;
     const char *zin[WEFT_COLL_MAX_FAN];

@@ -34,7 +34,7 @@ struct weft_gpu_ctx {
 };
 
 /* Logs a failed runtime call once, where it happened. */
-static weft_status_t rt_check(rtError_t err, const char *what)
+static weft_status_t gpurt_check(rtError_t err, const char *what)
 {
     if (err == rtSuccess)
         return WEFT_OK;
@@ -72,7 +72,7 @@ static void request_work_queues(void)
 
 static pthread_once_t work_queues_once = PTHREAD_ONCE_INIT;
 
-static weft_status_t rt_device_count(int *count)
+static weft_status_t gpurt_device_count(int *count)
 {
     int n = 0;
     rtError_t err;
@@ -87,7 +87,7 @@ static weft_status_t rt_device_count(int *count)
     return WEFT_OK;
 }
 
-static weft_status_t rt_current_device(int *device)
+static weft_status_t gpurt_current_device(int *device)
 {
     int d = -1;
     pthread_once(&work_queues_once, request_work_queues);
@@ -99,20 +99,20 @@ static weft_status_t rt_current_device(int *device)
     return WEFT_OK;
 }
 
-static weft_status_t rt_init(int device, weft_gpu_ctx_t **out)
+static weft_status_t gpurt_init(int device, weft_gpu_ctx_t **out)
 {
     weft_gpu_ctx_t *ctx;
     weft_status_t status;
     pthread_once(&work_queues_once, request_work_queues);
-    if ((status = rt_check(RT(SetDevice)(device), "set device")) != WEFT_OK)
+    if ((status = gpurt_check(RT(SetDevice)(device), "set device")) != WEFT_OK)
         return status;
-    if ((status = rt_check(RT(Free)(NULL), "context creation")) != WEFT_OK)
+    if ((status = gpurt_check(RT(Free)(NULL), "context creation")) != WEFT_OK)
         return status;
     ctx = calloc(1, sizeof(*ctx));
     if (!ctx)
         return WEFT_ERR_NO_MEMORY;
     ctx->device = device;
-    if ((status = rt_check(RT(StreamCreateWithFlags)(&ctx->internal, rtStreamNonBlocking), "stream creation")) !=
+    if ((status = gpurt_check(RT(StreamCreateWithFlags)(&ctx->internal, rtStreamNonBlocking), "stream creation")) !=
         WEFT_OK) {
         free(ctx);
         return status;
@@ -121,14 +121,14 @@ static weft_status_t rt_init(int device, weft_gpu_ctx_t **out)
     return WEFT_OK;
 }
 
-static void rt_fini(weft_gpu_ctx_t *ctx)
+static void gpurt_fini(weft_gpu_ctx_t *ctx)
 {
     RT(SetDevice)(ctx->device);
     RT(StreamDestroy)(ctx->internal);
     free(ctx);
 }
 
-static uint64_t rt_caps(weft_gpu_ctx_t *ctx)
+static uint64_t gpurt_caps(weft_gpu_ctx_t *ctx)
 {
     uint64_t caps = WEFT_CAP_IPC | WEFT_CAP_HOST_MAPPED | WEFT_CAP_RUNTIME_STREAMS | WEFT_CAP_GPU;
     if (weft_gpurt_vendor.caps) {
@@ -138,10 +138,10 @@ static uint64_t rt_caps(weft_gpu_ctx_t *ctx)
     return caps;
 }
 
-static weft_status_t rt_props(weft_gpu_ctx_t *ctx, weft_gpu_props_t *p)
+static weft_status_t gpurt_props(weft_gpu_ctx_t *ctx, weft_gpu_props_t *p)
 {
     rtDeviceProp_t prop;
-    weft_status_t status = rt_check(RT(GetDeviceProperties)(&prop, ctx->device), "get device properties");
+    weft_status_t status = gpurt_check(RT(GetDeviceProperties)(&prop, ctx->device), "get device properties");
     if (status != WEFT_OK)
         return status;
     memset(p, 0, sizeof(*p));
@@ -165,9 +165,9 @@ static weft_status_t rt_props(weft_gpu_ctx_t *ctx, weft_gpu_props_t *p)
  */
 weft_status_t weft_gpurt_zero_fill(weft_gpu_ctx_t *ctx, void *p, size_t bytes)
 {
-    weft_status_t status = rt_check(RT(MemsetAsync)(p, 0, bytes, ctx->internal), "zero-fill");
+    weft_status_t status = gpurt_check(RT(MemsetAsync)(p, 0, bytes, ctx->internal), "zero-fill");
     if (status == WEFT_OK)
-        status = rt_check(RT(StreamSynchronize)(ctx->internal), "zero-fill");
+        status = gpurt_check(RT(StreamSynchronize)(ctx->internal), "zero-fill");
     return status;
 }
 
@@ -176,7 +176,7 @@ int weft_gpurt_ctx_device(const weft_gpu_ctx_t *ctx)
     return ctx->device;
 }
 
-static weft_status_t rt_mem_alloc(weft_gpu_ctx_t *ctx, size_t bytes, unsigned flags, weft_gpu_alloc_t *out)
+static weft_status_t gpurt_mem_alloc(weft_gpu_ctx_t *ctx, size_t bytes, unsigned flags, weft_gpu_alloc_t *out)
 {
     void *p = NULL;
     weft_status_t status;
@@ -184,7 +184,7 @@ static weft_status_t rt_mem_alloc(weft_gpu_ctx_t *ctx, size_t bytes, unsigned fl
     if (weft_gpurt_vendor.mem_alloc &&
         (status = weft_gpurt_vendor.mem_alloc(ctx, bytes, flags, out)) != WEFT_ERR_UNSUPPORTED)
         return status;
-    if ((status = rt_check(RT(Malloc)(&p, bytes), "device allocation")) != WEFT_OK)
+    if ((status = gpurt_check(RT(Malloc)(&p, bytes), "device allocation")) != WEFT_OK)
         return status;
     if ((status = weft_gpurt_zero_fill(ctx, p, bytes)) != WEFT_OK) {
         RT(Free)(p);
@@ -196,22 +196,22 @@ static weft_status_t rt_mem_alloc(weft_gpu_ctx_t *ctx, size_t bytes, unsigned fl
     return WEFT_OK;
 }
 
-static weft_status_t rt_mem_free(weft_gpu_ctx_t *ctx, weft_gpu_alloc_t *alloc)
+static weft_status_t gpurt_mem_free(weft_gpu_ctx_t *ctx, weft_gpu_alloc_t *alloc)
 {
     RT(SetDevice)(ctx->device);
     if (alloc->priv && weft_gpurt_vendor.release)
         return weft_gpurt_vendor.release(ctx, alloc->priv);
-    return rt_check(RT(Free)(alloc->ptr), "device free");
+    return gpurt_check(RT(Free)(alloc->ptr), "device free");
 }
 
-static weft_status_t rt_host_alloc_mapped(weft_gpu_ctx_t *ctx, size_t bytes, void **host, void **dev)
+static weft_status_t gpurt_host_alloc_mapped(weft_gpu_ctx_t *ctx, size_t bytes, void **host, void **dev)
 {
     void *h = NULL, *d = NULL;
     weft_status_t status;
     RT(SetDevice)(ctx->device);
-    if ((status = rt_check(rtHostAlloc(&h, bytes, rtHostAllocMapped), "mapped host allocation")) != WEFT_OK)
+    if ((status = gpurt_check(rtHostAlloc(&h, bytes, rtHostAllocMapped), "mapped host allocation")) != WEFT_OK)
         return status;
-    if ((status = rt_check(RT(HostGetDevicePointer)(&d, h, 0), "mapped host pointer")) != WEFT_OK) {
+    if ((status = gpurt_check(RT(HostGetDevicePointer)(&d, h, 0), "mapped host pointer")) != WEFT_OK) {
         rtFreeHost(h);
         return status;
     }
@@ -221,14 +221,14 @@ static weft_status_t rt_host_alloc_mapped(weft_gpu_ctx_t *ctx, size_t bytes, voi
     return WEFT_OK;
 }
 
-static weft_status_t rt_host_free(weft_gpu_ctx_t *ctx, void *host)
+static weft_status_t gpurt_host_free(weft_gpu_ctx_t *ctx, void *host)
 {
     (void)ctx;
-    return rt_check(rtFreeHost(host), "mapped host free");
+    return gpurt_check(rtFreeHost(host), "mapped host free");
 }
 
 /* blob: u32 magic | u32 reserved | u64 size | runtime IPC handle */
-static weft_status_t rt_ipc_export(weft_gpu_ctx_t *ctx, const weft_gpu_alloc_t *alloc, weft_gpu_ipc_export_t *out)
+static weft_status_t gpurt_ipc_export(weft_gpu_ctx_t *ctx, const weft_gpu_alloc_t *alloc, weft_gpu_ipc_export_t *out)
 {
     rtIpcMemHandle_t h;
     uint32_t magic = RT_MAGIC;
@@ -237,7 +237,7 @@ static weft_status_t rt_ipc_export(weft_gpu_ctx_t *ctx, const weft_gpu_alloc_t *
     RT(SetDevice)(ctx->device);
     if (alloc->priv && weft_gpurt_vendor.ipc_export)
         return weft_gpurt_vendor.ipc_export(ctx, alloc, out);
-    if ((status = rt_check(RT(IpcGetMemHandle)(&h, alloc->ptr), "IPC handle export")) != WEFT_OK)
+    if ((status = gpurt_check(RT(IpcGetMemHandle)(&h, alloc->ptr), "IPC handle export")) != WEFT_OK)
         return status;
     memset(out, 0, sizeof(*out));
     memcpy(out->blob, &magic, 4);
@@ -248,7 +248,7 @@ static weft_status_t rt_ipc_export(weft_gpu_ctx_t *ctx, const weft_gpu_alloc_t *
     return WEFT_OK;
 }
 
-static weft_status_t rt_ipc_import(weft_gpu_ctx_t *ctx, const uint8_t *blob, uint32_t blob_len, int fd,
+static weft_status_t gpurt_ipc_import(weft_gpu_ctx_t *ctx, const uint8_t *blob, uint32_t blob_len, int fd,
                                    size_t size, void **ptr, void **handle_out)
 {
     rtIpcMemHandle_t h;
@@ -275,7 +275,7 @@ static weft_status_t rt_ipc_import(weft_gpu_ctx_t *ctx, const uint8_t *blob, uin
         return WEFT_ERR_INVALID_ARGUMENT;
     memcpy(&h, blob + 16, sizeof(h));
     RT(SetDevice)(ctx->device);
-    if ((status = rt_check(RT(IpcOpenMemHandle)(&p, h, rtIpcMemLazyEnablePeerAccess), "IPC handle import")) !=
+    if ((status = gpurt_check(RT(IpcOpenMemHandle)(&p, h, rtIpcMemLazyEnablePeerAccess), "IPC handle import")) !=
         WEFT_OK)
         return status;
     *ptr = p;
@@ -283,93 +283,93 @@ static weft_status_t rt_ipc_import(weft_gpu_ctx_t *ctx, const uint8_t *blob, uin
     return WEFT_OK;
 }
 
-static weft_status_t rt_ipc_close(weft_gpu_ctx_t *ctx, void *ptr, void *handle)
+static weft_status_t gpurt_ipc_close(weft_gpu_ctx_t *ctx, void *ptr, void *handle)
 {
     RT(SetDevice)(ctx->device);
     if (handle && weft_gpurt_vendor.release) /* a mapping the vendor's import made */
         return weft_gpurt_vendor.release(ctx, handle);
-    return rt_check(RT(IpcCloseMemHandle)(ptr), "IPC handle close");
+    return gpurt_check(RT(IpcCloseMemHandle)(ptr), "IPC handle close");
 }
 
-static weft_status_t rt_stream_create(weft_gpu_ctx_t *ctx, weft_gpu_stream_t **stream)
+static weft_status_t gpurt_stream_create(weft_gpu_ctx_t *ctx, weft_gpu_stream_t **stream)
 {
     rtStream_t s;
     weft_status_t status;
     RT(SetDevice)(ctx->device);
-    if ((status = rt_check(RT(StreamCreateWithFlags)(&s, rtStreamNonBlocking), "stream creation")) != WEFT_OK)
+    if ((status = gpurt_check(RT(StreamCreateWithFlags)(&s, rtStreamNonBlocking), "stream creation")) != WEFT_OK)
         return status;
     *stream = (weft_gpu_stream_t *)s;
     return WEFT_OK;
 }
 
-static weft_status_t rt_stream_destroy(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *stream)
+static weft_status_t gpurt_stream_destroy(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *stream)
 {
     (void)ctx;
-    return rt_check(RT(StreamDestroy)((rtStream_t)stream), "stream destroy");
+    return gpurt_check(RT(StreamDestroy)((rtStream_t)stream), "stream destroy");
 }
 
-static weft_status_t rt_stream_sync(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *stream)
+static weft_status_t gpurt_stream_sync(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *stream)
 {
     RT(SetDevice)(ctx->device);
-    return rt_check(RT(StreamSynchronize)((rtStream_t)stream), "stream synchronize");
+    return gpurt_check(RT(StreamSynchronize)((rtStream_t)stream), "stream synchronize");
 }
 
-static weft_status_t rt_stream_query(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *stream)
+static weft_status_t gpurt_stream_query(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *stream)
 {
     rtError_t err = RT(StreamQuery)((rtStream_t)stream);
     (void)ctx;
     if (err == rtErrorNotReady)
         return WEFT_INPROGRESS;
-    return rt_check(err, "stream query");
+    return gpurt_check(err, "stream query");
 }
 
-static weft_status_t rt_stream_capturing(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *stream, int *capturing)
+static weft_status_t gpurt_stream_capturing(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *stream, int *capturing)
 {
     rtStreamCaptureStatus st = rtStreamCaptureStatusNone;
-    weft_status_t status = rt_check(RT(StreamIsCapturing)((rtStream_t)stream, &st), "stream capture query");
+    weft_status_t status = gpurt_check(RT(StreamIsCapturing)((rtStream_t)stream, &st), "stream capture query");
     (void)ctx;
     *capturing = status == WEFT_OK && st != rtStreamCaptureStatusNone;
     return status;
 }
 
-static weft_status_t rt_event_create(weft_gpu_ctx_t *ctx, weft_gpu_event_t **event)
+static weft_status_t gpurt_event_create(weft_gpu_ctx_t *ctx, weft_gpu_event_t **event)
 {
     rtEvent_t e;
     weft_status_t status;
     RT(SetDevice)(ctx->device);
-    if ((status = rt_check(RT(EventCreateWithFlags)(&e, rtEventDisableTiming), "event creation")) != WEFT_OK)
+    if ((status = gpurt_check(RT(EventCreateWithFlags)(&e, rtEventDisableTiming), "event creation")) != WEFT_OK)
         return status;
     *event = (weft_gpu_event_t *)e;
     return WEFT_OK;
 }
 
-static weft_status_t rt_event_destroy(weft_gpu_ctx_t *ctx, weft_gpu_event_t *event)
+static weft_status_t gpurt_event_destroy(weft_gpu_ctx_t *ctx, weft_gpu_event_t *event)
 {
     (void)ctx;
-    return rt_check(RT(EventDestroy)((rtEvent_t)event), "event destroy");
+    return gpurt_check(RT(EventDestroy)((rtEvent_t)event), "event destroy");
 }
 
-static weft_status_t rt_event_record(weft_gpu_ctx_t *ctx, weft_gpu_event_t *event, weft_gpu_stream_t *stream)
+static weft_status_t gpurt_event_record(weft_gpu_ctx_t *ctx, weft_gpu_event_t *event, weft_gpu_stream_t *stream)
 {
     (void)ctx;
-    return rt_check(RT(EventRecord)((rtEvent_t)event, (rtStream_t)stream), "event record");
+    return gpurt_check(RT(EventRecord)((rtEvent_t)event, (rtStream_t)stream), "event record");
 }
 
-static weft_status_t rt_event_query(weft_gpu_ctx_t *ctx, weft_gpu_event_t *event)
+static weft_status_t gpurt_event_query(weft_gpu_ctx_t *ctx, weft_gpu_event_t *event)
 {
     rtError_t err = RT(EventQuery)((rtEvent_t)event);
     (void)ctx;
     if (err == rtErrorNotReady)
         return WEFT_INPROGRESS;
-    return rt_check(err, "event query");
+    return gpurt_check(err, "event query");
 }
 
-static weft_status_t rt_memcpy_async(weft_gpu_ctx_t *ctx, void *dst, const void *src, size_t bytes,
+static weft_status_t gpurt_memcpy_async(weft_gpu_ctx_t *ctx, void *dst, const void *src, size_t bytes,
                                      weft_gpu_stream_t *stream)
 {
     /* the proxy thread calls this too: make the device current for it */
     RT(SetDevice)(ctx->device);
-    return rt_check(RT(MemcpyAsync)(dst, src, bytes, rtMemcpyDefault, (rtStream_t)stream), "async copy");
+    return gpurt_check(RT(MemcpyAsync)(dst, src, bytes, rtMemcpyDefault, (rtStream_t)stream), "async copy");
 }
 
 /* The kernel table of src/kernels/gpu_instantiate.h, compiled by nvcc
@@ -377,7 +377,7 @@ static weft_status_t rt_memcpy_async(weft_gpu_ctx_t *ctx, void *dst, const void 
  * index (weft_kernel_id_t). */
 extern const weft_gpu_kernel_entry_t WEFT_GPURT_KERNELS[WEFT_KERNEL_COUNT];
 
-static weft_status_t rt_launch(weft_gpu_ctx_t *ctx, const weft_gpu_launch_t *l, weft_gpu_stream_t *stream)
+static weft_status_t gpurt_launch(weft_gpu_ctx_t *ctx, const weft_gpu_launch_t *l, weft_gpu_stream_t *stream)
 {
     const weft_gpu_kernel_entry_t *k;
     void *args[1] = {l->args};
@@ -393,7 +393,7 @@ static weft_status_t rt_launch(weft_gpu_ctx_t *ctx, const weft_gpu_launch_t *l, 
         return WEFT_ERR_INVALID_ARGUMENT;
     }
     RT(SetDevice)(ctx->device);
-    return rt_check(RT(LaunchKernel)(k->fn, (dim3){l->nblocks, 1, 1}, (dim3){l->nthreads, 1, 1}, args, 0,
+    return gpurt_check(RT(LaunchKernel)(k->fn, (dim3){l->nblocks, 1, 1}, (dim3){l->nthreads, 1, 1}, args, 0,
                                      (rtStream_t)stream),
                     l->name);
 }
@@ -402,29 +402,29 @@ const weft_gpu_ops_t WEFT_GPURT_OPS = {
     .abi_version = WEFT_GPU_ABI_VERSION,
     .size = sizeof(weft_gpu_ops_t),
     .name = RT_NAME,
-    .device_count = rt_device_count,
-    .current_device = rt_current_device,
-    .init = rt_init,
-    .fini = rt_fini,
-    .caps = rt_caps,
-    .props = rt_props,
-    .mem_alloc = rt_mem_alloc,
-    .mem_free = rt_mem_free,
-    .host_alloc_mapped = rt_host_alloc_mapped,
-    .host_free = rt_host_free,
-    .ipc_export = rt_ipc_export,
-    .ipc_import = rt_ipc_import,
-    .ipc_close = rt_ipc_close,
+    .device_count = gpurt_device_count,
+    .current_device = gpurt_current_device,
+    .init = gpurt_init,
+    .fini = gpurt_fini,
+    .caps = gpurt_caps,
+    .props = gpurt_props,
+    .mem_alloc = gpurt_mem_alloc,
+    .mem_free = gpurt_mem_free,
+    .host_alloc_mapped = gpurt_host_alloc_mapped,
+    .host_free = gpurt_host_free,
+    .ipc_export = gpurt_ipc_export,
+    .ipc_import = gpurt_ipc_import,
+    .ipc_close = gpurt_ipc_close,
     WEFT_GPURT_VENDOR_OPS
-    .stream_create = rt_stream_create,
-    .stream_destroy = rt_stream_destroy,
-    .stream_sync = rt_stream_sync,
-    .stream_query = rt_stream_query,
-    .stream_capturing = rt_stream_capturing,
-    .event_create = rt_event_create,
-    .event_destroy = rt_event_destroy,
-    .event_record = rt_event_record,
-    .event_query = rt_event_query,
-    .memcpy_async = rt_memcpy_async,
-    .launch = rt_launch,
+    .stream_create = gpurt_stream_create,
+    .stream_destroy = gpurt_stream_destroy,
+    .stream_sync = gpurt_stream_sync,
+    .stream_query = gpurt_stream_query,
+    .stream_capturing = gpurt_stream_capturing,
+    .event_create = gpurt_event_create,
+    .event_destroy = gpurt_event_destroy,
+    .event_record = gpurt_event_record,
+    .event_query = gpurt_event_query,
+    .memcpy_async = gpurt_memcpy_async,
+    .launch = gpurt_launch,
 };
