@@ -48,7 +48,8 @@ static int print_algorithms(void)
 {
     printf("collective algorithms, in registry order (WEFT_ALGO=collective:name forces one):\n");
     weft_coll_list_algorithms(print_algo, NULL);
-    printf("selection table (first matching rule the communicator admits; then registry order):\n");
+    printf("selection table by platform (cpu: the host backend; gpu: cuda, hip); the first matching rule the\n"
+           "communicator admits, then registry order:\n");
     weft_coll_list_table(print_rule, NULL);
     return 0;
 }

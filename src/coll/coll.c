@@ -18,54 +18,69 @@
 #include <stdlib.h>
 #include <string.h>
 
+typedef struct coll_call coll_call_t;
+
+/* An algorithm that is not one kernel launch runs this instead (with the
+ * call's bytes per rank). */
+typedef weft_status_t (*weft_algo_run_fn_t)(weft_comm_t *comm, weft_stream_t *stream, const coll_call_t *c,
+                                          size_t bytes);
+
+static weft_status_t run_tree_broadcast(weft_comm_t *comm, weft_stream_t *stream, const coll_call_t *c, size_t bytes);
+static weft_status_t run_direct_alltoall(weft_comm_t *comm, weft_stream_t *stream, const coll_call_t *c,
+                                         size_t bytes);
+
 typedef struct {
     weft_coll_t coll;
     const char *name;
     int packet;          /* limited by WEFT_COLL_PACKET_MAX_BYTES */
     uint64_t caps;       /* backend capabilities it needs */
-    const char *kernel;  /* built-in kernel */
+    weft_kernel_id_t kernel; /* the built-in kernel it launches, unless run */
+    weft_algo_run_fn_t run;    /* or: what it runs (links to every peer, set up pairwise: coll_p2p.c) */
     const char *help;
     int one_host;        /* needs every rank on this host (memory channels) */
-    int per_block;       /* each block is a team of its own (collectives.h): launched wide */
+    int per_block;       /* each block is a team of its own (coll_common.h): launched wide */
     int switch_sum;      /* the switch channel: only what weft_sc_reduces (sums of f32, f16, bf16) */
 } weft_algo_t;
 
 /* In order of preference: the first whose limits admit a call is used. */
 static const weft_algo_t algos[] = {
-    {WEFT_COLL_ALLREDUCE, "packet", 1, WEFT_CAP_IPC, "coll_allreduce_packet",
+    {WEFT_COLL_ALLREDUCE, "packet", 1, WEFT_CAP_IPC, WEFT_KERNEL_coll_allreduce_packet, NULL,
      "one-shot: LL16 packets to every peer, no barrier (small messages)", 1, 0, 0},
-    {WEFT_COLL_ALLREDUCE, "packet2", 1, WEFT_CAP_IPC, "coll_allreduce_packet2",
+    {WEFT_COLL_ALLREDUCE, "packet2", 1, WEFT_CAP_IPC, WEFT_KERNEL_coll_allreduce_packet2, NULL,
      "two-step: LL16 reduce-scatter then LL16 allgather, no barrier (medium messages)", 1, 0, 0},
-    {WEFT_COLL_ALLREDUCE, "rsag", 0, WEFT_CAP_IPC, "coll_allreduce_rsag",
+    {WEFT_COLL_ALLREDUCE, "rsag", 0, WEFT_CAP_IPC, WEFT_KERNEL_coll_allreduce_rsag, NULL,
      "reduce-scatter then allgather through scratch, chunked", 1, 1, 0},
-    {WEFT_COLL_ALLREDUCE, "switch", 0, WEFT_CAP_IPC | WEFT_CAP_MULTICAST, "coll_allreduce_switch",
+    {WEFT_COLL_ALLREDUCE, "switch", 0, WEFT_CAP_IPC | WEFT_CAP_MULTICAST, WEFT_KERNEL_coll_allreduce_switch, NULL,
      "the switch reduces: a multimem load-reduce and store per share, through the switch channel "
      "(WEFT_NVLS_ENABLE=1; sums of f32, f16, bf16)", 1, 1, 1},
-    {WEFT_COLL_ALLREDUCE, "ring", 0, 0, "coll_allreduce_ring",
+    {WEFT_COLL_ALLREDUCE, "ring", 0, 0, WEFT_KERNEL_coll_allreduce_ring, NULL,
      "ring reduce-scatter + allgather over port channels (ranks on several hosts)", 0, 0, 0},
-    {WEFT_COLL_ALLGATHER, "mesh", 0, WEFT_CAP_IPC, "coll_allgather_mesh", "every rank reads every rank's part", 1, 1, 0},
-    {WEFT_COLL_ALLGATHER, "ring", 0, 0, "coll_allgather_ring",
+    {WEFT_COLL_ALLGATHER, "mesh", 0, WEFT_CAP_IPC, WEFT_KERNEL_coll_allgather_mesh, NULL,
+     "every rank reads every rank's part", 1, 1, 0},
+    {WEFT_COLL_ALLGATHER, "ring", 0, 0, WEFT_KERNEL_coll_allgather_ring, NULL,
      "each block passed round a ring of port channels (ranks on several hosts)", 0, 0, 0},
-    {WEFT_COLL_REDUCE_SCATTER, "mesh", 0, WEFT_CAP_IPC, "coll_reduce_scatter_mesh",
+    {WEFT_COLL_REDUCE_SCATTER, "mesh", 0, WEFT_CAP_IPC, WEFT_KERNEL_coll_reduce_scatter_mesh, NULL,
      "every rank reduces its block from every rank's scratch", 1, 1, 0},
-    {WEFT_COLL_REDUCE_SCATTER, "ring", 0, 0, "coll_reduce_scatter_ring",
+    {WEFT_COLL_REDUCE_SCATTER, "ring", 0, 0, WEFT_KERNEL_coll_reduce_scatter_ring, NULL,
      "each block's partial passed round a ring of port channels (ranks on several hosts)", 0, 0, 0},
-    {WEFT_COLL_BROADCAST, "mesh", 0, WEFT_CAP_IPC, "coll_broadcast_mesh", "every rank reads the root's scratch", 1, 1, 0},
-    {WEFT_COLL_BROADCAST, "ring", 0, 0, "coll_broadcast_ring",
+    {WEFT_COLL_BROADCAST, "mesh", 0, WEFT_CAP_IPC, WEFT_KERNEL_coll_broadcast_mesh, NULL,
+     "every rank reads the root's scratch", 1, 1, 0},
+    {WEFT_COLL_BROADCAST, "ring", 0, 0, WEFT_KERNEL_coll_broadcast_ring, NULL,
      "pipelined along a ring of port channels from the root (ranks on several hosts)", 0, 0, 0},
-    {WEFT_COLL_BROADCAST, "tree", 0, 0, "coll_p2p",
+    {WEFT_COLL_BROADCAST, "tree", 0, 0, WEFT_KERNEL_COUNT, run_tree_broadcast,
      "binomial tree over point-to-point links, chunks forwarded on arrival (ranks on several hosts)", 0, 0, 0},
-    {WEFT_COLL_REDUCE, "mesh", 0, WEFT_CAP_IPC, "coll_reduce_mesh", "the root reads and reduces every rank's scratch",
-     1, 1, 0},
-    {WEFT_COLL_REDUCE, "ring", 0, 0, "coll_reduce_ring",
+    {WEFT_COLL_REDUCE, "mesh", 0, WEFT_CAP_IPC, WEFT_KERNEL_coll_reduce_mesh, NULL,
+     "the root reads and reduces every rank's scratch", 1, 1, 0},
+    {WEFT_COLL_REDUCE, "ring", 0, 0, WEFT_KERNEL_coll_reduce_ring, NULL,
      "pipelined chain of partial reductions ending at the root (ranks on several hosts)", 0, 0, 0},
-    {WEFT_COLL_ALLTOALL, "mesh", 0, WEFT_CAP_IPC, "coll_alltoall_mesh", "every rank reads its block from every rank",
-     1, 1, 0},
-    {WEFT_COLL_ALLTOALL, "direct", 0, 0, "coll_p2p",
+    {WEFT_COLL_ALLTOALL, "mesh", 0, WEFT_CAP_IPC, WEFT_KERNEL_coll_alltoall_mesh, NULL,
+     "every rank reads its block from every rank", 1, 1, 0},
+    {WEFT_COLL_ALLTOALL, "direct", 0, 0, WEFT_KERNEL_COUNT, run_direct_alltoall,
      "every block sent straight to its rank over a point-to-point link (ranks on several hosts)", 0, 0, 0},
-    {WEFT_COLL_BARRIER, "mesh", 0, WEFT_CAP_IPC, "coll_barrier", "signal every peer, wait for every peer", 1, 0, 0},
-    {WEFT_COLL_BARRIER, "ring", 0, 0, "coll_barrier_ring", "n - 1 empty steps round a ring (ranks on several hosts)",
-     0, 0, 0},
+    {WEFT_COLL_BARRIER, "mesh", 0, WEFT_CAP_IPC, WEFT_KERNEL_coll_barrier, NULL,
+     "signal every peer, wait for every peer", 1, 0, 0},
+    {WEFT_COLL_BARRIER, "ring", 0, 0, WEFT_KERNEL_coll_barrier_ring, NULL,
+     "n - 1 empty steps round a ring (ranks on several hosts)", 0, 0, 0},
 };
 
 static const char *const coll_names[WEFT_COLL_COUNT] = {"allreduce", "allgather", "reducescatter", "broadcast",
@@ -146,18 +161,42 @@ static int admits(const weft_comm_t *comm, const weft_algo_t *a, uint64_t bytes,
            (!a->switch_sum || weft_sc_reduces((weft_dtype_t)dtype, (weft_redop_t)op));
 }
 
+/* The selection table's rules, each resolved once to its algorithm (NULL:
+ * the rule names none of its collective), by rule index. */
+#define MAX_RULES 64
+static const weft_algo_t *rule_algo[MAX_RULES];
+static size_t nrules;
+static pthread_once_t rules_once = PTHREAD_ONCE_INIT;
+
+static void resolve_rule(const char *platform, const char *coll, const char *layout, int min_ranks, int max_ranks,
+                         uint64_t max_bytes, const char *algo, void *arg)
+{
+    int c = weft_coll_from_name(coll);
+    (void)platform, (void)layout, (void)min_ranks, (void)max_ranks, (void)max_bytes, (void)arg;
+    if (nrules < MAX_RULES)
+        rule_algo[nrules] = c < 0 ? NULL : find_algo((weft_coll_t)c, algo);
+    nrules++;
+}
+
+static void resolve_rules(void)
+{
+    weft_coll_list_table(resolve_rule, NULL);
+    if (nrules > MAX_RULES)
+        weft_warn(WEFT_SUB_COLL, "the selection table has %zu rules; the last %zu are ignored", nrules,
+                  nrules - MAX_RULES);
+}
+
 /* WEFT_ALGO, then the platform's selection table (coll_table.c), then the
  * registry's order; each only if the communicator admits the algorithm. */
 static const weft_algo_t *select_algo(weft_comm_t *comm, weft_coll_t c, uint64_t bytes, int dtype, int op)
 {
     const weft_algo_t *o = algo_override(c);
-    const char *name;
     size_t pos = 0;
     if (o && admits(comm, o, bytes, dtype, op))
         return o;
-    while ((name = weft_coll_table_next(comm->gpu->name, c, comm->nranks, comm->local_size == comm->nranks, bytes,
-                                        &pos)) != NULL)
-        if ((o = find_algo(c, name)) != NULL && admits(comm, o, bytes, dtype, op))
+    pthread_once(&rules_once, resolve_rules);
+    while (weft_coll_table_next(comm->caps, c, comm->nranks, comm->local_size == comm->nranks, bytes, &pos) != NULL)
+        if (pos - 1 < MAX_RULES && (o = rule_algo[pos - 1]) != NULL && admits(comm, o, bytes, dtype, op))
             return o;
     for (size_t i = 0; i < WEFT_ARRAY_SIZE(algos); i++)
         if (algos[i].coll == c && admits(comm, &algos[i], bytes, dtype, op))
@@ -398,7 +437,7 @@ static weft_status_t coll_setup(weft_comm_t *comm)
      * two-step, a block's in each half of the slot (coll_allreduce_packet2) */
     x->pkt_slot = 2 * ((packet_max() + 7) / 8 * 8) + 128;
     x->pkt_bytes = 2 * (size_t)n * x->pkt_slot;
-    /* then the per-block barrier words (collectives.h, weft_coll_bsync) */
+    /* then the per-block barrier words (coll_common.h, weft_coll_bsync) */
     x->bsync_off = x->pkt_bytes;
     x->pkt_bytes += (size_t)WEFT_COLL_MAX_TEAMS * (size_t)(n + 1) * sizeof(uint64_t);
     /* then a row of 4 words per block for the zero-copy agreement */
@@ -481,13 +520,13 @@ err:
 /* Entry points                                                      */
 /* ---------------------------------------------------------------- */
 
-typedef struct {
+struct coll_call {
     weft_coll_t coll;
     const void *in;
     void *out;
     size_t count;
     int dtype, op, root;
-} coll_call_t;
+};
 
 /* WEFT_CHECK_ARGS=1: every rank's call must match rank 0's. */
 static weft_status_t check_across_ranks(weft_comm_t *comm, const coll_call_t *c)
@@ -540,11 +579,21 @@ static weft_status_t refuse_setup_in_capture(weft_comm_t *comm, weft_stream_t *s
     return WEFT_ERR_UNSUPPORTED;
 }
 
+static weft_status_t run_tree_broadcast(weft_comm_t *comm, weft_stream_t *stream, const coll_call_t *c, size_t bytes)
+{
+    return weft_p2p_tree_broadcast(comm, stream, c->in, c->out, bytes, c->root);
+}
+
+static weft_status_t run_direct_alltoall(weft_comm_t *comm, weft_stream_t *stream, const coll_call_t *c,
+                                         size_t bytes)
+{
+    return weft_p2p_alltoall(comm, stream, c->in, c->out, bytes);
+}
+
 static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const coll_call_t *c)
 {
     weft_coll_args_t a;
     const weft_algo_t *algo;
-    const weft_builtin_kernel_t *k;
     weft_gpu_launch_t l;
     weft_status_t status;
     size_t es = c->coll == WEFT_COLL_BARRIER                      ? 1
@@ -596,8 +645,7 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
                         (status = coll_setup(comm)) != WEFT_OK))
         return status;
     algo = select_algo(comm, c->coll, bytes, c->dtype, c->op);
-    k = algo ? weft_builtin_find(algo->kernel) : NULL;
-    if (!k) {
+    if (!algo) {
         weft_error(WEFT_SUB_COLL, "%s: no algorithm for %zu bytes on backend %s%s", weft_coll_name(c->coll), bytes,
                    comm->gpu->name,
                    comm->local_size != comm->nranks
@@ -605,11 +653,9 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
                        : "");
         return WEFT_ERR_UNSUPPORTED;
     }
-    if (strcmp(algo->kernel, "coll_p2p") == 0) { /* links to every peer, set up pairwise (coll_p2p.c) */
+    if (algo->run) {
         weft_debug(WEFT_SUB_COLL, "%s of %zu bytes: %s", weft_coll_name(c->coll), bytes, algo->name);
-        if (c->coll == WEFT_COLL_BROADCAST)
-            return weft_p2p_tree_broadcast(comm, stream, c->in, c->out, bytes, c->root);
-        return weft_p2p_alltoall(comm, stream, c->in, c->out, bytes);
+        return algo->run(comm, stream, c, bytes);
     }
     /* Collective too: every rank picks the same algorithm for the same call. */
     if (((!algo->one_host && !comm->coll->ring) || (algo->switch_sum && !comm->coll->sc)) &&
@@ -658,18 +704,13 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
         a.pc = (weft_port_channel_dev_t *)comm->coll->ring->handles.ptr;
         a.ring_slot = comm->coll->ring->slot;
     }
-    l.name = k->name;
-    l.host_fn = k->host_fn;
-    l.nblocks = comm->coll->nblocks;
+    weft_kernel_launch_init(&l, algo->kernel, comm->coll->nblocks, comm->coll->nthreads, &a, sizeof(a));
     if (algo->per_block) {
         a.per_block = 1;
         a.bsync_stride = (uint32_t)comm->nranks + 1;
         a.bsync_off = comm->coll->bsync_off;
         l.nblocks = team_launch_blocks(comm, bytes, a.scratch_half);
     }
-    l.nthreads = comm->coll->nthreads;
-    l.args = &a;
-    l.args_size = sizeof(a);
     weft_debug(WEFT_SUB_COLL, "%s of %zu bytes: %s", weft_coll_name(c->coll), bytes, algo->name);
     comm->coll->last_args = a;
     comm->coll->last_launch = l;

@@ -2,7 +2,7 @@
 #ifndef WEFT_COLL_H
 #define WEFT_COLL_H
 
-#include "collectives.h"
+#include "coll_common.h"
 #include "comm.h"
 
 #include <stddef.h>
@@ -15,10 +15,12 @@ int weft_coll_from_name(const char *name);
 void weft_coll_list_algorithms(void (*fn)(const char *coll, const char *name, const char *help, void *arg),
                                void *arg);
 
-/* coll_table.c: the next rule at or after *pos that matches a call on
- * @p platform (the backend's name), as an algorithm name; NULL when none
- * is left. *pos moves past the rule returned. */
-const char *weft_coll_table_next(const char *platform, weft_coll_t coll, int nranks, int one_host, uint64_t bytes,
+/* coll_table.c: the next rule at or after *pos that matches a call on a
+ * backend of capabilities @p caps (its platform: WEFT_CAP_GPU or not), as
+ * an algorithm name; NULL when none is left. *pos moves past the rule
+ * returned: the rule's index is *pos - 1, its place in weft_coll_list_table's
+ * order. */
+const char *weft_coll_table_next(uint64_t caps, weft_coll_t coll, int nranks, int one_host, uint64_t bytes,
                                  size_t *pos);
 /* Calls fn for every rule of the selection table, in order. */
 void weft_coll_list_table(void (*fn)(const char *platform, const char *coll, const char *layout, int min_ranks,

@@ -338,7 +338,6 @@ static weft_status_t run_ops(weft_comm_t *comm, weft_stream_t *stream, p2p_op_t 
     char *host, *done, *dev;
     weft_coll_args_t a;
     weft_gpu_launch_t l;
-    const weft_builtin_kernel_t *k = weft_builtin_find("coll_p2p");
     weft_status_t status = WEFT_OK;
     size_t kept = 0;
 
@@ -442,12 +441,7 @@ static weft_status_t run_ops(weft_comm_t *comm, weft_stream_t *stream, p2p_op_t 
     a.p2p_pc = (weft_port_channel_dev_t *)x->handles.ptr;
     a.p2p_mc = (weft_memory_channel_dev_t *)x->mc_handles.ptr;
     a.p2p_slot = x->slot;
-    l.name = k->name;
-    l.host_fn = k->host_fn;
-    l.nblocks = x->nblocks;
-    l.nthreads = x->nthreads;
-    l.args = &a;
-    l.args_size = sizeof(a);
+    weft_kernel_launch_init(&l, WEFT_KERNEL_coll_p2p, x->nblocks, x->nthreads, &a, sizeof(a));
     status = comm->gpu->launch(comm->gctx, &l, stream->s);
     if (status != WEFT_OK) /* nothing will end this group: the descriptor is free again */
         __atomic_store_n(&d->done, d->seq, __ATOMIC_RELEASE);

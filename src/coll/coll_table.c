@@ -1,27 +1,33 @@
 /*
- * The selection table: per platform (the GPU backend a communicator runs
- * on), which algorithm of the registry (coll.c) each collective uses, by
+ * The selection table: per platform (where the kernels of the communicator's
+ * backend run: CPU threads, the host backend; or a GPU, WEFT_CAP_GPU:
+ * cuda, hip), which algorithm of the registry (coll.c) each collective uses, by
  * rank count and message size. The first rule that matches the call and
  * whose algorithm the communicator admits (capabilities, rank layout,
  * packet slots) wins; a call no rule picks for uses the registry's order.
  * WEFT_ALGO overrides both.
  *
  * The sizes are crossover points measured with weft-perf --algo on each
- * platform (host: 2 cores, ranks oversubscribing them; cuda: H200, ranks as
- * processes under MPS). A rule with platform "*" applies everywhere; a
- * rule's layout limits it to ranks on one host or on several.
+ * platform (cpu: 2 cores, ranks oversubscribing them; gpu: H200, ranks as
+ * processes under MPS). A rule for any platform applies everywhere; a
+ * rule's layout limits it to ranks on one host or on several. Rules never
+ * name a backend: what a backend can do beyond its platform (the switch
+ * channel) is its algorithms' capability bits (coll.c).
  */
 #include "config.h"
 #include "coll.h"
+#include "backend.h"
 
 #include <stdint.h>
-#include <string.h>
 
 /* Rank layouts a rule applies to. */
 enum { ANY_HOSTS = 0, ONE_HOST = 1, HOSTS = 2 };
 
+/* Platforms. */
+enum { ANY = 0, CPU = 1, GPU = 2 };
+
 typedef struct {
-    const char *platform;
+    int platform;             /* ANY, CPU or GPU */
     weft_coll_t coll;
     int layout;               /* ANY_HOSTS, ONE_HOST or HOSTS (ranks on several) */
     int min_ranks, max_ranks; /* 0: no bound */
@@ -35,34 +41,34 @@ static const coll_rule_t rules[] = {
      * ranks: the one-shot to ~2 KiB; 4 ranks: to ~1 KiB; 8 ranks: the
      * two-step to ~2 KiB, where the one-shot's n-fold traffic already
      * loses), then the barrier-synchronised rsag. */
-    {"host", WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 2, 2048, "packet"},
-    {"host", WEFT_COLL_ALLREDUCE, ONE_HOST, 3, 4, 1024, "packet"},
-    {"host", WEFT_COLL_ALLREDUCE, ONE_HOST, 5, 0, 2048, "packet2"},
-    {"host", WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, UINT64_MAX, "rsag"},
+    {CPU, WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 2, 2048, "packet"},
+    {CPU, WEFT_COLL_ALLREDUCE, ONE_HOST, 3, 4, 1024, "packet"},
+    {CPU, WEFT_COLL_ALLREDUCE, ONE_HOST, 5, 0, 2048, "packet2"},
+    {CPU, WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, UINT64_MAX, "rsag"},
     /* GPUs (H200, 4 and 8 processes under MPS): the one-shot to 16 KiB
      * (11 / 23 us), the two-step to the packet limit (64 KiB: 28 vs 48 us
      * at 4 ranks, 41 vs 95 at 8), then rsag. hip: the same, unmeasured. */
-    {"cuda", WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, 16384, "packet"},
-    {"cuda", WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, 65536, "packet2"},
-    /* larger: the switch reduces where the switch channel is enabled and
-     * the type and op are a sum it does (never measured: NVLS is never
-     * enabled on the shared test host); otherwise not admitted */
-    {"cuda", WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, UINT64_MAX, "switch"},
-    {"hip", WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, 16384, "packet"},
-    {"hip", WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, 65536, "packet2"},
-    {"*", WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, UINT64_MAX, "rsag"},
+    {GPU, WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, 16384, "packet"},
+    {GPU, WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, 65536, "packet2"},
+    /* larger: the switch reduces where the backend has the switch channel
+     * (WEFT_CAP_MULTICAST: cuda with NVLS enabled) and the type and op are
+     * a sum it does (never measured: NVLS is never enabled on the shared
+     * test host); otherwise not admitted */
+    {GPU, WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, UINT64_MAX, "switch"},
+    {ANY, WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, UINT64_MAX, "rsag"},
     /* several hosts: a broadcast crosses log2(n) links down a tree while
      * the message is small (latency), the ring pipeline above (bandwidth) */
-    {"*", WEFT_COLL_BROADCAST, HOSTS, 3, 0, 262144, "tree"},
-    {"*", WEFT_COLL_BROADCAST, HOSTS, 0, 0, UINT64_MAX, "ring"},
+    {ANY, WEFT_COLL_BROADCAST, HOSTS, 3, 0, 262144, "tree"},
+    {ANY, WEFT_COLL_BROADCAST, HOSTS, 0, 0, UINT64_MAX, "ring"},
 };
 
-const char *weft_coll_table_next(const char *platform, weft_coll_t coll, int nranks, int one_host, uint64_t bytes,
+const char *weft_coll_table_next(uint64_t caps, weft_coll_t coll, int nranks, int one_host, uint64_t bytes,
                                  size_t *pos)
 {
+    int platform = (caps & WEFT_CAP_GPU) ? GPU : CPU;
     for (; *pos < sizeof(rules) / sizeof(rules[0]); (*pos)++) {
         const coll_rule_t *r = &rules[*pos];
-        if (r->coll != coll || (strcmp(r->platform, "*") != 0 && strcmp(r->platform, platform) != 0) ||
+        if (r->coll != coll || (r->platform != ANY && r->platform != platform) ||
             (r->layout == ONE_HOST && !one_host) || (r->layout == HOSTS && one_host) ||
             (r->min_ranks && nranks < r->min_ranks) || (r->max_ranks && nranks > r->max_ranks) ||
             bytes > r->max_bytes)
@@ -77,7 +83,8 @@ void weft_coll_list_table(void (*fn)(const char *platform, const char *coll, con
                           void *arg)
 {
     static const char *const layouts[] = {"any", "one host", "hosts"};
+    static const char *const platforms[] = {"*", "cpu", "gpu"};
     for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++)
-        fn(rules[i].platform, weft_coll_name(rules[i].coll), layouts[rules[i].layout], rules[i].min_ranks,
+        fn(platforms[rules[i].platform], weft_coll_name(rules[i].coll), layouts[rules[i].layout], rules[i].min_ranks,
            rules[i].max_ranks, rules[i].max_bytes, rules[i].algo, arg);
 }

@@ -3,7 +3,7 @@
  * from every other, so that the large-message allreduce reads its peers'
  * inputs and writes their outputs, and allgather and reduce-scatter read
  * their peers' inputs, in place of staging through scratch
- * (weft_coll_zc_* in src/kernels/collectives.h).
+ * (weft_coll_zc_* in src/kernels/coll_common.h).
  *
  * Registration is collective and in the same order on every rank: the k-th
  * window of every rank takes the same slot, and the device table holds,

@@ -21,7 +21,7 @@
 #include "weft.h"
 #include "weft/device.h"
 
-#define WEFT_GPU_ABI_VERSION 4
+#define WEFT_GPU_ABI_VERSION 5
 
 /* Capabilities. */
 #define WEFT_CAP_IPC (1ull << 0)         /* peers on the host can map device memory */
@@ -30,6 +30,9 @@
 #define WEFT_CAP_HOST_MAPPED (1ull << 3) /* host memory the device can access */
 #define WEFT_CAP_IPC_FD (1ull << 4)      /* IPC handles are file descriptors */
 #define WEFT_CAP_CPU_ACCESS (1ull << 5)  /* the CPU can load/store device memory */
+#define WEFT_CAP_RUNTIME_STREAMS (1ull << 6) /* streams are the vendor runtime's (cudaStream_t, hipStream_t) */
+#define WEFT_CAP_GPU (1ull << 7)         /* kernels run on a GPU, not on CPU threads: the selection
+                                          * table's platform (src/coll/coll_table.c) */
 
 /* mem_alloc flags. SYNC: memory that ranks poll and write across devices
  * (semaphores, LL packets, barrier words, the proxy's head): a backend whose
@@ -70,8 +73,13 @@ typedef struct {
 /* A kernel body: see include/weft/device.h. */
 typedef void (*weft_kernel_fn_t)(const weft_kctx_t *k, void *args);
 
+/* A launch. GPU backends run the built-in kernel of index @p kernel
+ * (weft_kernel_id_t, src/kernels/builtins.h: the same index names the same
+ * body in every backend); the host backend runs @p host_fn, which may also
+ * be a test's own body. @p name labels messages only. */
 typedef struct {
-    const char *name;       /* built-in kernel name, for GPU backends */
+    int kernel;             /* built-in kernel index, for GPU backends */
+    const char *name;       /* for messages */
     weft_kernel_fn_t host_fn; /* body, for the host backend */
     unsigned nblocks, nthreads;
     void *args;             /* copied at launch */

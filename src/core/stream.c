@@ -32,10 +32,10 @@ weft_status_t weft_stream_create(weft_comm_t *comm, weft_stream_t **out)
     return WEFT_OK;
 }
 
-/* The cuda and hip backends' streams are the runtime's stream handles. */
+/* Backends whose streams are the runtime's stream handles (cuda, hip). */
 static int has_runtime_streams(const weft_comm_t *comm)
 {
-    return strcmp(comm->gpu->name, "cuda") == 0 || strcmp(comm->gpu->name, "hip") == 0;
+    return (comm->caps & WEFT_CAP_RUNTIME_STREAMS) != 0;
 }
 
 weft_status_t weft_stream_wrap(weft_comm_t *comm, void *native, weft_stream_t **out)
@@ -107,22 +107,17 @@ weft_status_t weft_memcpy(weft_stream_t *st, void *dst, const void *src, size_t 
 weft_status_t weft_launch_builtin(weft_stream_t *st, const char *name, unsigned nblocks, unsigned nthreads,
                                   const void *args, size_t args_size)
 {
-    const weft_builtin_kernel_t *k;
     weft_gpu_launch_t l;
+    int id;
     if (!st || !name || nblocks == 0 || nthreads == 0 || (!args && args_size))
         return WEFT_ERR_INVALID_ARGUMENT;
-    k = weft_builtin_find(name);
-    if (!k || k->args_size != args_size) {
-        weft_error(WEFT_SUB_GPU, "launch of '%s': %s", name, k ? "wrong argument size" : "no such built-in kernel");
+    id = weft_kernel_find(name); /* the public entry names kernels; everything inside holds indices */
+    if (id < 0 || weft_kernel_get((weft_kernel_id_t)id)->args_size != args_size) {
+        weft_error(WEFT_SUB_GPU, "launch of '%s': %s", name, id >= 0 ? "wrong argument size" : "no such built-in kernel");
         return WEFT_ERR_INVALID_ARGUMENT;
     }
     if (__atomic_load_n(&st->comm->aborted, __ATOMIC_ACQUIRE))
         return WEFT_ERR_ABORTED;
-    l.name = k->name;
-    l.host_fn = k->host_fn;
-    l.nblocks = nblocks;
-    l.nthreads = nthreads;
-    l.args = (void *)args;
-    l.args_size = args_size;
+    weft_kernel_launch_init(&l, (weft_kernel_id_t)id, nblocks, nthreads, (void *)args, args_size);
     return st->comm->gpu->launch(st->comm->gctx, &l, st->s);
 }

@@ -1,17 +1,16 @@
 /*
- * Every built-in kernel, once: X(name, body, argument type). Each backend
- * instantiates this list (host: src/backend/host/host_kernels.c; CUDA and
- * HIP: src/kernels/gpu_instantiate.h), so a kernel added here exists on
- * all three or the build fails.
+ * Every built-in kernel, once: X(name, body, argument type). The registry
+ * (kernels.c: names, argument sizes, the host bodies) and the GPU
+ * instantiations (gpu_instantiate.h, for cuda and hip) expand this list in
+ * this order, so a kernel's index (weft_kernel_id_t) names the same body
+ * everywhere and a kernel added here exists on every backend or the build
+ * fails. This header names the bodies without declaring them: bodies.h
+ * does, for the files that instantiate them.
  */
 #ifndef WEFT_KERNELS_BUILTINS_H
 #define WEFT_KERNELS_BUILTINS_H
 
-#include "collectives.h"
-#include "coll_ring.h"
-#include "coll_p2p.h"
-#include "coll_switch.h"
-#include "p2p.h"
+#include <stddef.h>
 
 #define WEFT_BUILTIN_KERNELS(X)                                                                                    \
     X(p2p_mc_pingpong, weft_p2p_mc_pingpong, weft_p2p_args_t)                                                      \
@@ -38,5 +37,18 @@
     X(coll_barrier_ring, weft_coll_barrier_ring, weft_coll_args_t)                                                 \
     X(coll_reduce_scatter_ring, weft_coll_reduce_scatter_ring, weft_coll_args_t)                                   \
     X(coll_p2p, weft_coll_p2p, weft_coll_args_t)
+
+/* A built-in kernel's index: WEFT_KERNEL_<name>. */
+#define WEFT_KERNEL_ID(name, body, args_t) WEFT_KERNEL_##name,
+typedef enum { WEFT_BUILTIN_KERNELS(WEFT_KERNEL_ID) WEFT_KERNEL_COUNT } weft_kernel_id_t;
+#undef WEFT_KERNEL_ID
+
+/* A GPU instantiation's table (gpu_instantiate.h) holds one of these per
+ * kernel, indexed by weft_kernel_id_t: the __global__ wrapper and the size
+ * of the argument struct it takes by value. */
+typedef struct {
+    const void *fn;
+    size_t args_size;
+} weft_gpu_kernel_entry_t;
 
 #endif

@@ -36,7 +36,7 @@
 #ifndef WEFT_KERNELS_COLL_P2P_H
 #define WEFT_KERNELS_COLL_P2P_H
 
-#include "collectives.h"
+#include "coll_common.h"
 
 /* One byte stream to or from one peer. */
 typedef struct {

@@ -22,7 +22,7 @@
 #ifndef WEFT_KERNELS_COLL_RING_H
 #define WEFT_KERNELS_COLL_RING_H
 
-#include "collectives.h"
+#include "coll_common.h"
 
 enum { WEFT_RING_DATA_NEXT = 0, WEFT_RING_DATA_PREV = 1, WEFT_RING_ACK_NEXT = 2, WEFT_RING_ACK_PREV = 3 };
 

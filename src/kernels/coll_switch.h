@@ -7,7 +7,7 @@
 #ifndef WEFT_KERNELS_COLL_SWITCH_H
 #define WEFT_KERNELS_COLL_SWITCH_H
 
-#include "collectives.h"
+#include "coll_common.h"
 #include "weft/switch.h"
 
 /*

@@ -1,19 +1,22 @@
 /*
  * The portable kernel bodies instantiated for a GPU compiler (nvcc or
  * hipcc): one __global__ wrapper per body fills the launch context from the
- * grid and calls it, and a table names them for the backend's launch (the
- * argument struct is passed by value). Included once per GPU backend with
+ * grid and calls it, and a table, indexed by the kernel's index
+ * (weft_kernel_id_t), holds them for the backend's launch (the argument
+ * struct is passed by value). Included once per GPU backend with
  * WEFT_GPU_PREFIX set (cuda, hip), so that both may live in one library.
  */
 #ifndef WEFT_GPU_PREFIX
 #error "define WEFT_GPU_PREFIX before including gpu_instantiate.h"
 #endif
 
+#include "bodies.h"
 #include "builtins.h"
 
 #define WEFT_GPU_CAT2(a, b) a##b
 #define WEFT_GPU_CAT(a, b) WEFT_GPU_CAT2(a, b)
 #define WEFT_GPU_WRAPPER(body) WEFT_GPU_CAT(WEFT_GPU_CAT(weft_, WEFT_GPU_PREFIX), WEFT_GPU_CAT(_, body))
+#define WEFT_GPU_TABLE WEFT_GPU_CAT(WEFT_GPU_CAT(weft_, WEFT_GPU_PREFIX), _kernels)
 
 #define WEFT_GPU_DEFINE(name, body, args_t)                                                                        \
     __global__ void WEFT_GPU_WRAPPER(body)(args_t a)                                                               \
@@ -23,16 +26,8 @@
     }
 WEFT_BUILTIN_KERNELS(WEFT_GPU_DEFINE)
 
-/* Layout shared with the backend's launch (cuda_backend.c). */
-typedef struct {
-    const char *name;
-    const void *fn;
-    size_t args_size;
-} weft_gpu_kernel_entry_t;
-
-#define WEFT_GPU_ENTRY(name, body, args_t) {#name, (const void *)WEFT_GPU_WRAPPER(body), sizeof(args_t)},
-extern "C" const weft_gpu_kernel_entry_t WEFT_GPU_CAT(WEFT_GPU_CAT(weft_, WEFT_GPU_PREFIX), _kernels)[] = {
-    WEFT_BUILTIN_KERNELS(WEFT_GPU_ENTRY)};
-extern "C" const size_t WEFT_GPU_CAT(WEFT_GPU_CAT(weft_, WEFT_GPU_PREFIX), _nkernels) =
-    sizeof(WEFT_GPU_CAT(WEFT_GPU_CAT(weft_, WEFT_GPU_PREFIX), _kernels)) /
-    sizeof(WEFT_GPU_CAT(WEFT_GPU_CAT(weft_, WEFT_GPU_PREFIX), _kernels)[0]);
+/* The backend launches table[kernel index] (src/backend/gpurt). */
+#define WEFT_GPU_ENTRY(name, body, args_t) {(const void *)WEFT_GPU_WRAPPER(body), sizeof(args_t)},
+extern "C" const weft_gpu_kernel_entry_t WEFT_GPU_TABLE[WEFT_KERNEL_COUNT] = {WEFT_BUILTIN_KERNELS(WEFT_GPU_ENTRY)};
+static_assert(sizeof(WEFT_GPU_TABLE) / sizeof(WEFT_GPU_TABLE[0]) == WEFT_KERNEL_COUNT,
+              "one wrapper per built-in kernel, in weft_kernel_id_t order");

@@ -164,7 +164,7 @@ static int rank_main(int rank, int nranks, void *arg)
         weft_stream_create(c.comm, &c.stream) != WEFT_OK)
         return rank_fail("init: %s", weft_get_last_error());
     if (!getenv("WEFT_ALGO")) {
-        /* the host platform's selection table (src/common/coll_table.c) */
+        /* the host platform's selection table (src/coll/coll_table.c) */
         const char *small = "?", *mid = "?";
         const char *want_small = nranks <= 4 ? "packet" : "packet2";
         weft_coll_algorithm(c.comm, "allreduce", 1024, &small);

@@ -96,7 +96,8 @@ rest:
     snprintf(cmd, sizeof(cmd), "%s/tools/weft-info -a", TOP_BUILDDIR);
     is_int(0, run(cmd, out, sizeof(out)), "weft-info -a runs");
     ok(strstr(out, "allreduce") && strstr(out, "packet") && strstr(out, "rsag"), "and lists the algorithms");
-    ok(strstr(out, "selection table") && strstr(out, "host     allreduce"), "and the selection table");
+    ok(strstr(out, "selection table") && strstr(out, "cpu      allreduce") && strstr(out, "gpu      allreduce"),
+       "and the selection table, by platform");
     snprintf(cmd, sizeof(cmd), "%s/tools/weft-perf --ranks 2 allreduce --vs nosuchlib 2>&1", TOP_BUILDDIR);
     is_int(2, run(cmd, out, sizeof(out)), "--vs with an unknown library is a usage error");
     snprintf(cmd, sizeof(cmd), "%s/tools/weft-perf --ranks 2 allreduce --vs nccl -b 8 -e 8 2>&1", TOP_BUILDDIR);

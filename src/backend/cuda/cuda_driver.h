@@ -1,7 +1,9 @@
 /*
- * What the cuda backend's files share: driver functions reached through
- * the runtime's entry-point lookup (the library does not link libcuda, so
- * it loads where no driver is installed), and a few helpers.
+ * What the cuda backend's own files (cuda_vmm.c, cuda_multicast.c) share:
+ * driver functions reached through the runtime's entry-point lookup (the
+ * library does not link libcuda, so it loads where no driver is installed),
+ * and a few helpers. The shared runtime code's helpers they use
+ * (weft_cuda_zero_fill, weft_cuda_ctx_device) are in src/backend/gpurt/gpurt.h.
  */
 #ifndef WEFT_CUDA_DRIVER_H
 #define WEFT_CUDA_DRIVER_H
@@ -39,8 +41,8 @@ weft_status_t weft_cuda_check(CUresult r, const char *what);
 weft_status_t weft_cuda_map_rw(CUmemGenericAllocationHandle handle, size_t size, size_t align, int device,
                                CUdeviceptr *va);
 
-/* Zeroes device memory and waits for it (the context's internal stream). */
-weft_status_t weft_cuda_zero_fill(weft_gpu_ctx_t *ctx, void *p, size_t bytes);
+/* A dma-buf fd for device memory (weft_gpu_ops_t.dmabuf_export; cuda_vmm.c). */
+weft_status_t weft_cuda_dmabuf_export(weft_gpu_ctx_t *ctx, void *ptr, size_t bytes, int *fd, uint64_t *offset);
 
 /* Multicast (cuda_multicast.c): can @p device bind memory to multicast
  * objects (NVLS)? Only asks the driver; creates nothing. */
@@ -51,8 +53,5 @@ weft_status_t weft_cuda_mc_import(weft_gpu_ctx_t *ctx, const uint8_t *blob, uint
 weft_status_t weft_cuda_mc_add_device(weft_gpu_ctx_t *ctx, void *mc);
 weft_status_t weft_cuda_mc_bind(weft_gpu_ctx_t *ctx, void *mc, int index, weft_gpu_alloc_t *local, void **mc_ptr);
 void weft_cuda_mc_release(weft_gpu_ctx_t *ctx, void *mc, weft_gpu_alloc_t *local, void *mc_ptr);
-
-/* The device index behind a backend context. */
-int weft_cuda_ctx_device(const weft_gpu_ctx_t *ctx);
 
 #endif

@@ -16,7 +16,8 @@
  * out of service: nothing here runs by default, and tests never enable it.
  */
 #include "config.h"
-#include "cuda_driver.h"
+#include "cuda_names.h"
+#include "gpurt.h"
 #include "log.h"
 
 #include <pthread.h>

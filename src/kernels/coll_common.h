@@ -1,4 +1,13 @@
 /*
+ * What the collective kernels share: their argument struct, team helpers
+ * (tid, copy, reduce, sync, barriers, scratch, ranges), the LL-packet call
+ * counter, the zero-copy agreement, and the mesh skeleton the chunked
+ * bodies run (weft_coll_mesh). One algorithm a file includes this:
+ * coll_allreduce_packet.h, coll_allreduce_packet2.h, coll_allreduce_rsag.h,
+ * coll_allgather.h, coll_reduce_scatter.h, coll_broadcast.h, coll_reduce.h,
+ * coll_alltoall.h, coll_barrier.h (memory channels between the ranks of
+ * one host); coll_ring.h, coll_p2p.h and coll_switch.h.
+ *
  * Collective kernels over memory channels between the ranks of one host.
  *
  * Every rank owns a scratch buffer (two regions of scratch_half bytes:
@@ -30,8 +39,8 @@
  * the team; the packet, ring and point-to-point bodies always run as one
  * team of the launch.
  */
-#ifndef WEFT_KERNELS_COLL_H
-#define WEFT_KERNELS_COLL_H
+#ifndef WEFT_KERNELS_COLL_COMMON_H
+#define WEFT_KERNELS_COLL_COMMON_H
 
 #include "weft/device.h"
 #include "weft/dtype.h"
@@ -374,6 +383,7 @@ WEFT_DEVICE uint64_t weft_coll_chunk(const weft_kctx_t *k, weft_coll_args_t *a, 
     return c ? c : 1;
 }
 
+
 /* ---------------------------------------------------------------- */
 
 /*
@@ -407,101 +417,6 @@ WEFT_DEVICE void weft_coll_packet_done(const weft_kctx_t *k, const weft_coll_arg
         weft_store_relaxed_u64(&a->calls[k->block], c->call + 1);
 }
 
-/* One-shot allreduce with LL16 packets, for small messages. */
-WEFT_DEVICE void weft_coll_allreduce_packet(const weft_kctx_t *k, void *args)
-{
-    weft_coll_args_t *a = (weft_coll_args_t *)args;
-    size_t es = weft_dtype_size((weft_dtype_t)a->dtype);
-    uint64_t bytes = a->count * es, half_bytes = a->pkt_slot * (uint64_t)a->nranks;
-    char *acc = a->scratch + a->scratch_half, *tmp = a->scratch;
-    weft_coll_pkt_call_t pc = weft_coll_packet_call(k, a);
-    for (int p = 0; p < a->nranks; p++)
-        if (p != a->rank)
-            weft_ll16_put((weft_ll16_t *)(a->chp[p].dst + pc.half * half_bytes + (uint64_t)a->rank * a->pkt_slot),
-                          a->in, bytes, pc.flag, weft_gtid(k), weft_gnthreads(k));
-    weft_coll_copy(k, a, acc, a->in, bytes);
-    for (int p = 0; p < a->nranks; p++) {
-        if (p == a->rank)
-            continue;
-        weft_coll_grid_sync(k, a);
-        if (weft_ll16_unpack(tmp, (weft_ll16_t *)(a->pkt + pc.half * half_bytes + (uint64_t)p * a->pkt_slot), bytes,
-                             pc.flag, weft_gtid(k), weft_gnthreads(k), a->ctl, p))
-            return;
-        weft_coll_grid_sync(k, a);
-        weft_coll_reduce(k, a, acc, tmp, a->count);
-    }
-    weft_coll_grid_sync(k, a);
-    weft_coll_finish_avg(k, a, acc, a->count);
-    weft_coll_grid_sync(k, a);
-    weft_coll_copy(k, a, a->out, acc, bytes);
-    weft_coll_packet_done(k, a, &pc);
-}
-
-/*
- * Two-step allreduce with LL16 packets, for medium messages: each rank
- * sends block p of its input to rank p (region 1 of its packet slot),
- * reduces the blocks it receives for its own block, then sends the reduced
- * block to every rank (region 2) and unpacks theirs. Like the one-shot it
- * needs no barrier (the call's flag marks its packets, and calls alternate
- * between the two halves of the packet buffer), but each rank moves about
- * 2x its message instead of n x.
- */
-WEFT_DEVICE uint64_t weft_coll_block_lo(weft_coll_args_t *a, int q)
-{
-    return a->count * (uint64_t)q / (uint64_t)a->nranks;
-}
-
-WEFT_DEVICE void weft_coll_allreduce_packet2(const weft_kctx_t *k, void *args)
-{
-    weft_coll_args_t *a = (weft_coll_args_t *)args;
-    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), half_bytes = a->pkt_slot * (uint64_t)a->nranks;
-    /* region 2 of a slot: a block's packets (at most about half the
-     * largest packet message, twice over) fit below it (coll.c sizes slots) */
-    uint64_t region2 = a->pkt_slot / 2 / 16 * 16;
-    uint64_t lo = weft_coll_block_lo(a, a->rank), mine = weft_coll_block_lo(a, a->rank + 1) - lo;
-    char *acc = a->scratch + a->scratch_half, *tmp = a->scratch;
-    weft_coll_pkt_call_t pc = weft_coll_packet_call(k, a);
-    char *own = a->pkt + pc.half * half_bytes; /* our packet buffer, this call's half */
-    for (int p = 0; p < a->nranks; p++) {
-        uint64_t plo = weft_coll_block_lo(a, p), pn = weft_coll_block_lo(a, p + 1) - plo;
-        if (p != a->rank)
-            weft_ll16_put((weft_ll16_t *)(a->chp[p].dst + pc.half * half_bytes + (uint64_t)a->rank * a->pkt_slot),
-                          a->in + plo * es, pn * es, pc.flag, weft_gtid(k), weft_gnthreads(k));
-    }
-    weft_coll_copy(k, a, acc, a->in + lo * es, mine * es);
-    for (int p = 0; p < a->nranks; p++) {
-        if (p == a->rank)
-            continue;
-        weft_coll_grid_sync(k, a);
-        if (weft_ll16_unpack(tmp, (weft_ll16_t *)(own + (uint64_t)p * a->pkt_slot), mine * es, pc.flag,
-                             weft_gtid(k), weft_gnthreads(k), a->ctl, p))
-            return;
-        weft_coll_grid_sync(k, a);
-        weft_coll_reduce(k, a, acc, tmp, mine);
-    }
-    weft_coll_grid_sync(k, a);
-    weft_coll_finish_avg(k, a, acc, mine);
-    weft_coll_grid_sync(k, a);
-    for (int p = 0; p < a->nranks; p++)
-        if (p != a->rank)
-            weft_ll16_put((weft_ll16_t *)(a->chp[p].dst + pc.half * half_bytes + (uint64_t)a->rank * a->pkt_slot +
-                                          region2),
-                          acc, mine * es, pc.flag, weft_gtid(k), weft_gnthreads(k));
-    /* the input was read above (block p went out in the first loop) */
-    weft_coll_copy(k, a, a->out + lo * es, acc, mine * es);
-    for (int p = 0; p < a->nranks; p++) {
-        uint64_t plo = weft_coll_block_lo(a, p), pn = weft_coll_block_lo(a, p + 1) - plo;
-        if (p == a->rank)
-            continue;
-        weft_coll_grid_sync(k, a);
-        if (weft_ll16_unpack(tmp, (weft_ll16_t *)(own + (uint64_t)p * a->pkt_slot + region2), pn * es, pc.flag,
-                             weft_gtid(k), weft_gnthreads(k), a->ctl, p))
-            return;
-        weft_coll_grid_sync(k, a);
-        weft_coll_copy(k, a, a->out + plo * es, tmp, pn * es);
-    }
-    weft_coll_packet_done(k, a, &pc);
-}
 
 /*
  * Zero-copy agreement. Each team publishes, in its row of its own packet
@@ -580,188 +495,6 @@ WEFT_DEVICE int weft_coll_zc_step(const weft_kctx_t *k, weft_coll_args_t *a, int
     return weft_coll_zc_meet(k, a, in, out, need_out);
 }
 
-/* Elements of one zero-copy step: a team reduces its rank's part of this
- * many, then copies it to every peer. */
-#define WEFT_COLL_ZC_STEP_BYTES (1u << 20)
-
-/*
- * The zero-copy allreduce of this team's elements [first, end): step by
- * step, rank r reduces the r-th part of the step from every rank's input
- * (in rank order) into its own output, then copies that part into every
- * peer's output. Each part has one reader and writer, so in place is safe:
- * a part is read before it is written. The last barrier keeps every
- * buffer in use until every rank is done with it.
- */
-WEFT_DEVICE int weft_coll_allreduce_zc(const weft_kctx_t *k, weft_coll_args_t *a, const char *const *in,
-                                       char *const *out, uint64_t first, uint64_t end)
-{
-    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), step = WEFT_COLL_ZC_STEP_BYTES / es;
-    const char *src[WEFT_COLL_MAX_FAN];
-    for (uint64_t e0 = first; e0 < end; e0 += step) {
-        uint64_t ce = end - e0 < step ? end - e0 : step;
-        uint64_t lo = e0 + ce * (uint64_t)a->rank / (uint64_t)a->nranks;
-        uint64_t hi = e0 + ce * (uint64_t)(a->rank + 1) / (uint64_t)a->nranks;
-        char *mine = out[a->rank] + lo * es;
-        for (int p = 0; p < a->nranks; p++)
-            src[p] = in[p] + lo * es;
-        weft_coll_reduce_from(k, a, mine, src, hi - lo);
-        weft_coll_sync(k, a);
-        for (int q = 0; q < a->nranks; q++)
-            if (q != a->rank)
-                weft_coll_copy(k, a, out[q] + lo * es, mine, (hi - lo) * es);
-    }
-    return weft_coll_barrier(k, a);
-}
-
-/*
- * Reduce-scatter then allgather, chunk by chunk, reading peers' scratch;
- * or, where every rank's buffers lie in windows, zero-copy (above). The
- * first chunk's barrier is also the agreement: ranks with windows skip
- * the first staging, and if not all ranks have them, stage then and meet
- * once more, so every rank passes the same barriers.
- */
-WEFT_DEVICE void weft_coll_allreduce_rsag(const weft_kctx_t *k, void *args)
-{
-    weft_coll_args_t *a = (weft_coll_args_t *)args;
-    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), chunk = weft_coll_chunk(k, a, 1), first, end;
-    char *in = weft_coll_peer_scratch(k, a, a->rank), *out = in + a->scratch_half;
-    const char *zin[WEFT_COLL_MAX_FAN];
-    char *zout[WEFT_COLL_MAX_FAN];
-    int windows;
-    weft_coll_range(k, a, a->count, &first, &end);
-    if (first >= end)
-        return;
-    windows = weft_coll_zc_publish(k, a, 1);
-    for (uint64_t e0 = first; e0 < end; e0 += chunk) {
-        uint64_t ce = end - e0 < chunk ? end - e0 : chunk;
-        uint64_t lo = ce * (uint64_t)a->rank / (uint64_t)a->nranks, hi = ce * (uint64_t)(a->rank + 1) / (uint64_t)a->nranks;
-        if (e0 != first || !windows)
-            weft_coll_copy(k, a, in, a->in + e0 * es, ce * es);
-        int m = weft_coll_zc_step(k, a, e0 == first, zin, zout, 1);
-        if (m < 0)
-            return;
-        if (m == 1) {
-            weft_coll_allreduce_zc(k, a, zin, zout, first, end);
-            return;
-        }
-        if (m == 2) {
-            if (windows)
-                weft_coll_copy(k, a, in, a->in + e0 * es, ce * es);
-            if (weft_coll_barrier(k, a))
-                return;
-        }
-        weft_coll_reduce_all(k, a, out + lo * es, lo * es, hi - lo);
-        if (weft_coll_barrier(k, a))
-            return;
-        for (int q = 0; q < a->nranks; q++) {
-            uint64_t qlo = ce * (uint64_t)q / (uint64_t)a->nranks, qhi = ce * (uint64_t)(q + 1) / (uint64_t)a->nranks;
-            weft_coll_copy(k, a, a->out + (e0 + qlo) * es, weft_coll_peer_scratch(k, a, q) + a->scratch_half + qlo * es,
-                           (qhi - qlo) * es);
-        }
-        if (weft_coll_barrier(k, a))
-            return;
-    }
-}
-
-/* Stages this chunk, [e0, e0 + ce), of each of the nranks blocks of the
- * input (reduce-scatter, all-to-all) into @p in, block q at q * ce. */
-WEFT_DEVICE void weft_coll_stage_blocks(const weft_kctx_t *k, weft_coll_args_t *a, char *in, uint64_t e0,
-                                        uint64_t ce)
-{
-    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype);
-    for (uint64_t q = 0; q < (uint64_t)a->nranks; q++)
-        weft_coll_copy(k, a, in + q * ce * es, a->in + (q * a->count + e0) * es, ce * es);
-}
-
-/* Allgather: every rank stages its part, everyone reads everyone's; or,
- * where every rank's input lies in a window, everyone reads every input
- * directly (the first barrier agrees on it, as in the allreduce). */
-WEFT_DEVICE void weft_coll_allgather_mesh(const weft_kctx_t *k, void *args)
-{
-    weft_coll_args_t *a = (weft_coll_args_t *)args;
-    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), chunk = weft_coll_chunk(k, a, 1), first, end;
-    const char *zin[WEFT_COLL_MAX_FAN];
-    char *zout[WEFT_COLL_MAX_FAN];
-    int windows;
-    weft_coll_range(k, a, a->count, &first, &end);
-    if (first >= end)
-        return;
-    windows = weft_coll_zc_publish(k, a, 0);
-    for (uint64_t e0 = first; e0 < end; e0 += chunk) {
-        uint64_t ce = end - e0 < chunk ? end - e0 : chunk;
-        if (e0 != first || !windows)
-            weft_coll_copy(k, a, weft_coll_peer_scratch(k, a, a->rank), a->in + e0 * es, ce * es);
-        int m = weft_coll_zc_step(k, a, e0 == first, zin, zout, 0);
-        if (m < 0)
-            return;
-        if (m == 1) {
-            /* our own block too, unless in place (the input is it) */
-            for (int q = 0; q < a->nranks; q++) {
-                char *dst = a->out + ((uint64_t)q * a->count + first) * es;
-                if (dst != zin[q] + first * es)
-                    weft_coll_copy(k, a, dst, zin[q] + first * es, (end - first) * es);
-            }
-            weft_coll_barrier(k, a); /* no rank returns while others read its input */
-            return;
-        }
-        if (m == 2) {
-            if (windows)
-                weft_coll_copy(k, a, weft_coll_peer_scratch(k, a, a->rank), a->in + e0 * es, ce * es);
-            if (weft_coll_barrier(k, a))
-                return;
-        }
-        for (int q = 0; q < a->nranks; q++)
-            weft_coll_copy(k, a, a->out + ((uint64_t)q * a->count + e0) * es, weft_coll_peer_scratch(k, a, q), ce * es);
-        if (weft_coll_barrier(k, a))
-            return;
-    }
-}
-
-/* Reduce-scatter: input holds nranks blocks of count elements; this rank
- * gets block rank reduced over all ranks. Where every rank's input lies in
- * a window, the block is reduced from the peers' inputs straight into the
- * output (the first barrier agrees on it, as in the allreduce). */
-WEFT_DEVICE void weft_coll_reduce_scatter_mesh(const weft_kctx_t *k, void *args)
-{
-    weft_coll_args_t *a = (weft_coll_args_t *)args;
-    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), n = (uint64_t)a->nranks;
-    uint64_t chunk = weft_coll_chunk(k, a, n), first, end;
-    char *in = weft_coll_peer_scratch(k, a, a->rank), *acc = in + a->scratch_half;
-    const char *zin[WEFT_COLL_MAX_FAN];
-    char *zout[WEFT_COLL_MAX_FAN];
-    int windows;
-    weft_coll_range(k, a, a->count, &first, &end);
-    if (first >= end)
-        return;
-    windows = weft_coll_zc_publish(k, a, 0);
-    for (uint64_t e0 = first; e0 < end; e0 += chunk) {
-        uint64_t ce = end - e0 < chunk ? end - e0 : chunk;
-        if (e0 != first || !windows)
-            weft_coll_stage_blocks(k, a, in, e0, ce);
-        int m = weft_coll_zc_step(k, a, e0 == first, zin, zout, 0);
-        if (m < 0)
-            return;
-        if (m == 1) {
-            for (int q = 0; q < a->nranks; q++)
-                zin[q] += ((uint64_t)a->rank * a->count + first) * es;
-            weft_coll_reduce_from(k, a, a->out + first * es, zin, end - first);
-            weft_coll_barrier(k, a); /* no rank returns while others read its input */
-            return;
-        }
-        if (m == 2) {
-            if (windows)
-                weft_coll_stage_blocks(k, a, in, e0, ce);
-            if (weft_coll_barrier(k, a))
-                return;
-        }
-        weft_coll_reduce_all(k, a, acc, (uint64_t)a->rank * ce * es, ce);
-        weft_coll_sync(k, a);
-        weft_coll_copy(k, a, a->out + e0 * es, acc, ce * es);
-        if (weft_coll_barrier(k, a))
-            return;
-    }
-}
-
 /* After the first barrier: rank @p q's input as mapped here if it
  * published one in a window (weft_coll_zc_publish), else NULL. */
 WEFT_DEVICE const char *weft_coll_zc_input_of(const weft_kctx_t *k, const weft_coll_args_t *a, int q)
@@ -774,167 +507,81 @@ WEFT_DEVICE const char *weft_coll_zc_input_of(const weft_kctx_t *k, const weft_c
     return a->win[(iw - 1) * (uint64_t)a->nranks + (uint64_t)q] + weft_load_relaxed_u64(&row[1]);
 }
 
-/* Broadcast: the root stages, the others read the root's scratch; or,
- * where the root's input lies in a window, everyone copies straight from
- * it (only the root's row decides, so every rank agrees after the first
- * barrier; the other ranks need no windows). */
-WEFT_DEVICE void weft_coll_broadcast_mesh(const weft_kctx_t *k, void *args)
+
+/* Stages this chunk, [e0, e0 + ce), of the input into this team's part of
+ * our own IN region (allreduce, allgather, reduce). */
+WEFT_DEVICE void weft_coll_stage_chunk(const weft_kctx_t *k, weft_coll_args_t *a, uint64_t e0, uint64_t ce)
 {
-    weft_coll_args_t *a = (weft_coll_args_t *)args;
-    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), chunk = weft_coll_chunk(k, a, 1), first, end;
-    int root_window;
-    weft_coll_range(k, a, a->count, &first, &end);
-    if (first >= end)
-        return;
-    root_window = weft_coll_zc_publish(k, a, 0) && a->rank == a->root;
-    for (uint64_t e0 = first; e0 < end; e0 += chunk) {
-        uint64_t ce = end - e0 < chunk ? end - e0 : chunk;
-        const char *src;
-        if (a->rank == a->root && !root_window) {
-            weft_coll_copy(k, a, weft_coll_peer_scratch(k, a, a->rank), a->in + e0 * es, ce * es);
-            if (a->out != a->in)
-                weft_coll_copy(k, a, a->out + e0 * es, a->in + e0 * es, ce * es);
-        }
-        if (weft_coll_barrier(k, a))
-            return;
-        if (e0 == first && (src = weft_coll_zc_input_of(k, a, a->root)) != NULL) {
-            if (a->out != src + first * es)
-                weft_coll_copy(k, a, a->out + first * es, src + first * es, (end - first) * es);
-            weft_coll_barrier(k, a); /* the root returns once everyone has read its input */
-            return;
-        }
-        if (a->rank != a->root)
-            weft_coll_copy(k, a, a->out + e0 * es, weft_coll_peer_scratch(k, a, a->root), ce * es);
-        if (weft_coll_barrier(k, a))
-            return;
-    }
+    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype);
+    weft_coll_copy(k, a, weft_coll_peer_scratch(k, a, a->rank), a->in + e0 * es, ce * es);
 }
 
-/* A staged reduce of a chunk this large spreads the reduction over the
- * ranks (each reduces a share, the root gathers them): one more barrier,
- * but the root no longer reads every rank's whole chunk alone. */
-#define WEFT_COLL_REDUCE_SPREAD_BYTES (32u << 10)
-
-/* Reduce: everyone stages, the root reduces (large chunks: every rank a
- * share, gathered by the root); or, where every rank's input
- * lies in a window, from the inputs directly (the first barrier agrees on
- * it, as in the allreduce): if the root's output lies in one too, every
- * rank reduces its share of the elements straight into it, else the root
- * reduces them all. In place on the root is safe as in the allreduce: a
- * share is read and written by one rank. */
-WEFT_DEVICE void weft_coll_reduce_mesh(const weft_kctx_t *k, void *args)
+/* Stages this chunk, [e0, e0 + ce), of each of the nranks blocks of the
+ * input (reduce-scatter, all-to-all) into this team's part of our own IN
+ * region, block q at q * ce. */
+WEFT_DEVICE void weft_coll_stage_blocks(const weft_kctx_t *k, weft_coll_args_t *a, uint64_t e0, uint64_t ce)
 {
-    weft_coll_args_t *a = (weft_coll_args_t *)args;
-    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), chunk = weft_coll_chunk(k, a, 1), first, end;
-    char *in = weft_coll_peer_scratch(k, a, a->rank), *acc = in + a->scratch_half;
-    const char *zin[WEFT_COLL_MAX_FAN];
-    char *zout[WEFT_COLL_MAX_FAN];
-    int windows;
-    weft_coll_range(k, a, a->count, &first, &end);
-    if (first >= end)
-        return;
-    windows = weft_coll_zc_publish(k, a, 0);
-    for (uint64_t e0 = first; e0 < end; e0 += chunk) {
-        uint64_t ce = end - e0 < chunk ? end - e0 : chunk;
-        if (e0 != first || !windows)
-            weft_coll_copy(k, a, in, a->in + e0 * es, ce * es);
-        int m = weft_coll_zc_step(k, a, e0 == first, zin, zout, 0);
-        if (m < 0)
-            return;
-        if (m == 1) {
-            uint64_t lo = first, hi = end;
-            char *dst = a->rank == a->root ? a->out : NULL;
-            if (zout[a->root]) {
-                lo = first + (end - first) * (uint64_t)a->rank / (uint64_t)a->nranks;
-                hi = first + (end - first) * (uint64_t)(a->rank + 1) / (uint64_t)a->nranks;
-                dst = zout[a->root];
-            }
-            if (dst) {
-                for (int q = 0; q < a->nranks; q++)
-                    zin[q] += lo * es;
-                weft_coll_reduce_from(k, a, dst + lo * es, zin, hi - lo);
-            }
-            weft_coll_barrier(k, a); /* no rank returns while others read its input or write its output */
-            return;
-        }
-        if (m == 2) {
-            if (windows)
-                weft_coll_copy(k, a, in, a->in + e0 * es, ce * es);
-            if (weft_coll_barrier(k, a))
-                return;
-        }
-        if (ce * es < WEFT_COLL_REDUCE_SPREAD_BYTES) {
-            if (a->rank == a->root) {
-                weft_coll_reduce_all(k, a, acc, 0, ce);
-                weft_coll_sync(k, a);
-                weft_coll_copy(k, a, a->out + e0 * es, acc, ce * es);
-            }
-        } else {
-            /* every rank reduces its share, then the root gathers the shares */
-            uint64_t lo = ce * (uint64_t)a->rank / (uint64_t)a->nranks;
-            uint64_t hi = ce * (uint64_t)(a->rank + 1) / (uint64_t)a->nranks;
-            weft_coll_reduce_all(k, a, acc + lo * es, lo * es, hi - lo);
-            if (weft_coll_barrier(k, a))
-                return;
-            for (int q = 0; q < a->nranks && a->rank == a->root; q++) {
-                uint64_t qlo = ce * (uint64_t)q / (uint64_t)a->nranks, qhi = ce * (uint64_t)(q + 1) / (uint64_t)a->nranks;
-                weft_coll_copy(k, a, a->out + (e0 + qlo) * es,
-                               weft_coll_peer_scratch(k, a, q) + a->scratch_half + qlo * es, (qhi - qlo) * es);
-            }
-        }
-        if (weft_coll_barrier(k, a))
-            return;
-    }
-}
-
-/* All-to-all: block q of this rank's input goes to rank q. Where every
- * rank's input lies in a window (and not under its output: the host
- * checks), each rank copies its block straight from every input (the
- * first barrier agrees on it, as in the allreduce). */
-WEFT_DEVICE void weft_coll_alltoall_mesh(const weft_kctx_t *k, void *args)
-{
-    weft_coll_args_t *a = (weft_coll_args_t *)args;
-    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), n = (uint64_t)a->nranks;
-    uint64_t chunk = weft_coll_chunk(k, a, n), first, end;
+    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype);
     char *in = weft_coll_peer_scratch(k, a, a->rank);
+    for (uint64_t q = 0; q < (uint64_t)a->nranks; q++)
+        weft_coll_copy(k, a, in + q * ce * es, a->in + (q * a->count + e0) * es, ce * es);
+}
+
+
+/* A mesh body's steps (weft_coll_mesh): stage a chunk [e0, e0 + ce) of
+ * the input into scratch; go zero-copy over the team's elements
+ * [first, end) of the inputs in[] and outputs out[] every rank published;
+ * and, once every rank has staged, do the chunk (non-zero: a wait gave
+ * up). */
+typedef void (*weft_coll_stage_fn_t)(const weft_kctx_t *k, weft_coll_args_t *a, uint64_t e0, uint64_t ce);
+typedef void (*weft_coll_zc_fn_t)(const weft_kctx_t *k, weft_coll_args_t *a, const char **in, char **out,
+                                uint64_t first, uint64_t end);
+typedef int (*weft_coll_chunk_fn_t)(const weft_kctx_t *k, weft_coll_args_t *a, uint64_t e0, uint64_t ce);
+
+/*
+ * The skeleton of the chunked mesh bodies, written once: publish whether
+ * this rank's buffers lie in windows, then chunk by chunk (chunks that fit
+ * @p copies copies in this team's part of a scratch region): stage, the
+ * barrier, the chunk's step, the barrier that lets scratch be reused. The
+ * first chunk's barrier is also the zero-copy agreement: ranks with
+ * windows skip the first staging; if every rank has them, @p zero_copy
+ * does the team's whole range and a last barrier keeps every buffer in use
+ * until every rank is done with it; if only some do, those stage then and
+ * everyone meets once more, so every rank passes the same barriers.
+ * @p need_out: the zero-copy path writes peers' outputs too.
+ */
+WEFT_DEVICE void weft_coll_mesh(const weft_kctx_t *k, weft_coll_args_t *a, uint64_t copies, int need_out,
+                                weft_coll_stage_fn_t stage, weft_coll_zc_fn_t zero_copy, weft_coll_chunk_fn_t step)
+{
+    uint64_t chunk = weft_coll_chunk(k, a, copies), first, end;
     const char *zin[WEFT_COLL_MAX_FAN];
     char *zout[WEFT_COLL_MAX_FAN];
     int windows;
     weft_coll_range(k, a, a->count, &first, &end);
     if (first >= end)
         return;
-    windows = weft_coll_zc_publish(k, a, 0);
+    windows = weft_coll_zc_publish(k, a, need_out);
     for (uint64_t e0 = first; e0 < end; e0 += chunk) {
         uint64_t ce = end - e0 < chunk ? end - e0 : chunk;
         if (e0 != first || !windows)
-            weft_coll_stage_blocks(k, a, in, e0, ce);
-        int m = weft_coll_zc_step(k, a, e0 == first, zin, zout, 0);
+            stage(k, a, e0, ce);
+        int m = weft_coll_zc_step(k, a, e0 == first, zin, zout, need_out);
         if (m < 0)
             return;
         if (m == 1) {
-            for (uint64_t q = 0; q < n; q++)
-                weft_coll_copy(k, a, a->out + (q * a->count + first) * es,
-                               zin[q] + ((uint64_t)a->rank * a->count + first) * es, (end - first) * es);
-            weft_coll_barrier(k, a); /* no rank returns while others read its input */
+            zero_copy(k, a, zin, zout, first, end);
+            weft_coll_barrier(k, a); /* no rank returns while others use its buffers */
             return;
         }
         if (m == 2) {
             if (windows)
-                weft_coll_stage_blocks(k, a, in, e0, ce);
+                stage(k, a, e0, ce);
             if (weft_coll_barrier(k, a))
                 return;
         }
-        for (uint64_t q = 0; q < n; q++)
-            weft_coll_copy(k, a, a->out + (q * a->count + e0) * es,
-                           weft_coll_peer_scratch(k, a, (int)q) + (uint64_t)a->rank * ce * es, ce * es);
-        if (weft_coll_barrier(k, a))
+        if (step(k, a, e0, ce) || weft_coll_barrier(k, a))
             return;
     }
-}
-
-WEFT_DEVICE void weft_coll_barrier_kernel(const weft_kctx_t *k, void *args)
-{
-    weft_coll_barrier(k, (weft_coll_args_t *)args);
 }
 
 #endif

@@ -1,0 +1,73 @@
+/* Allreduce, two-step with LL16 packets (medium messages). */
+#ifndef WEFT_KERNELS_COLL_ALLREDUCE_PACKET2_H
+#define WEFT_KERNELS_COLL_ALLREDUCE_PACKET2_H
+
+#include "coll_common.h"
+
+/*
+ * Two-step allreduce with LL16 packets, for medium messages: each rank
+ * sends block p of its input to rank p (region 1 of its packet slot),
+ * reduces the blocks it receives for its own block, then sends the reduced
+ * block to every rank (region 2) and unpacks theirs. Like the one-shot it
+ * needs no barrier (the call's flag marks its packets, and calls alternate
+ * between the two halves of the packet buffer), but each rank moves about
+ * 2x its message instead of n x.
+ */
+WEFT_DEVICE uint64_t weft_coll_block_lo(weft_coll_args_t *a, int q)
+{
+    return a->count * (uint64_t)q / (uint64_t)a->nranks;
+}
+
+WEFT_DEVICE void weft_coll_allreduce_packet2(const weft_kctx_t *k, void *args)
+{
+    weft_coll_args_t *a = (weft_coll_args_t *)args;
+    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), half_bytes = a->pkt_slot * (uint64_t)a->nranks;
+    /* region 2 of a slot: a block's packets (at most about half the
+     * largest packet message, twice over) fit below it (coll.c sizes slots) */
+    uint64_t region2 = a->pkt_slot / 2 / 16 * 16;
+    uint64_t lo = weft_coll_block_lo(a, a->rank), mine = weft_coll_block_lo(a, a->rank + 1) - lo;
+    char *acc = a->scratch + a->scratch_half, *tmp = a->scratch;
+    weft_coll_pkt_call_t pc = weft_coll_packet_call(k, a);
+    char *own = a->pkt + pc.half * half_bytes; /* our packet buffer, this call's half */
+    for (int p = 0; p < a->nranks; p++) {
+        uint64_t plo = weft_coll_block_lo(a, p), pn = weft_coll_block_lo(a, p + 1) - plo;
+        if (p != a->rank)
+            weft_ll16_put((weft_ll16_t *)(a->chp[p].dst + pc.half * half_bytes + (uint64_t)a->rank * a->pkt_slot),
+                          a->in + plo * es, pn * es, pc.flag, weft_gtid(k), weft_gnthreads(k));
+    }
+    weft_coll_copy(k, a, acc, a->in + lo * es, mine * es);
+    for (int p = 0; p < a->nranks; p++) {
+        if (p == a->rank)
+            continue;
+        weft_coll_grid_sync(k, a);
+        if (weft_ll16_unpack(tmp, (weft_ll16_t *)(own + (uint64_t)p * a->pkt_slot), mine * es, pc.flag,
+                             weft_gtid(k), weft_gnthreads(k), a->ctl, p))
+            return;
+        weft_coll_grid_sync(k, a);
+        weft_coll_reduce(k, a, acc, tmp, mine);
+    }
+    weft_coll_grid_sync(k, a);
+    weft_coll_finish_avg(k, a, acc, mine);
+    weft_coll_grid_sync(k, a);
+    for (int p = 0; p < a->nranks; p++)
+        if (p != a->rank)
+            weft_ll16_put((weft_ll16_t *)(a->chp[p].dst + pc.half * half_bytes + (uint64_t)a->rank * a->pkt_slot +
+                                          region2),
+                          acc, mine * es, pc.flag, weft_gtid(k), weft_gnthreads(k));
+    /* the input was read above (block p went out in the first loop) */
+    weft_coll_copy(k, a, a->out + lo * es, acc, mine * es);
+    for (int p = 0; p < a->nranks; p++) {
+        uint64_t plo = weft_coll_block_lo(a, p), pn = weft_coll_block_lo(a, p + 1) - plo;
+        if (p == a->rank)
+            continue;
+        weft_coll_grid_sync(k, a);
+        if (weft_ll16_unpack(tmp, (weft_ll16_t *)(own + (uint64_t)p * a->pkt_slot + region2), pn * es, pc.flag,
+                             weft_gtid(k), weft_gnthreads(k), a->ctl, p))
+            return;
+        weft_coll_grid_sync(k, a);
+        weft_coll_copy(k, a, a->out + plo * es, tmp, pn * es);
+    }
+    weft_coll_packet_done(k, a, &pc);
+}
+
+#endif

@@ -1,0 +1,35 @@
+/* The kernel registry (kernels.h), and the host's instantiation of the
+ * portable bodies: the host backend runs them as plain C. */
+#include "config.h"
+#include "kernels.h"
+#include "bodies.h"
+
+#include <string.h>
+
+#define HOST_ENTRY(name, body, args_t) [WEFT_KERNEL_##name] = {#name, body, sizeof(args_t)},
+static const weft_builtin_kernel_t builtins[WEFT_KERNEL_COUNT] = {WEFT_BUILTIN_KERNELS(HOST_ENTRY)};
+
+const weft_builtin_kernel_t *weft_kernel_get(weft_kernel_id_t id)
+{
+    return &builtins[id];
+}
+
+int weft_kernel_find(const char *name)
+{
+    for (int i = 0; i < WEFT_KERNEL_COUNT; i++)
+        if (strcmp(builtins[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+void weft_kernel_launch_init(weft_gpu_launch_t *l, weft_kernel_id_t id, unsigned nblocks, unsigned nthreads,
+                             void *args, size_t args_size)
+{
+    l->kernel = (int)id;
+    l->name = builtins[id].name;
+    l->host_fn = builtins[id].host_fn;
+    l->nblocks = nblocks;
+    l->nthreads = nthreads;
+    l->args = args;
+    l->args_size = args_size;
+}

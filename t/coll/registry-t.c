@@ -1,0 +1,66 @@
+/*
+ * The kernel registry (src/kernels/kernels.c) and the selection table
+ * (src/coll/coll_table.c): every kernel index names its body, a name finds
+ * its index, a launch carries both; the table picks by platform (the
+ * backend's WEFT_CAP_GPU), never by a backend's name.
+ */
+#include "tap/basic.h"
+#include "backend.h"
+#include "coll.h"
+#include "kernels.h"
+#include "p2p.h"
+
+#include <string.h>
+
+/* The table's algorithm for one call, after skipping @p skip rules. */
+static const char *pick(uint64_t caps, weft_coll_t coll, int nranks, int one_host, uint64_t bytes, int skip)
+{
+    size_t pos = 0;
+    const char *a = NULL;
+    for (int i = 0; i <= skip; i++)
+        a = weft_coll_table_next(caps, coll, nranks, one_host, bytes, &pos);
+    return a ? a : "(none)";
+}
+
+int main(void)
+{
+    int ids_ok = 1, sizes_ok = 1;
+    weft_gpu_launch_t l;
+    char args[8];
+
+    plan(13);
+    for (int id = 0; id < WEFT_KERNEL_COUNT; id++) {
+        const weft_builtin_kernel_t *k = weft_kernel_get((weft_kernel_id_t)id);
+        if (!k->name || !k->host_fn || weft_kernel_find(k->name) != id) {
+            diag("kernel %d (%s) does not round-trip", id, k->name ? k->name : "unnamed");
+            ids_ok = 0;
+        }
+        if (k->args_size != (strncmp(k->name, "p2p_", 4) == 0 ? sizeof(weft_p2p_args_t) : sizeof(weft_coll_args_t)))
+            sizes_ok = 0;
+    }
+    ok(ids_ok && WEFT_KERNEL_COUNT > 20, "every kernel index has a body and its name finds it again (%d kernels)",
+       (int)WEFT_KERNEL_COUNT);
+    ok(sizes_ok, "every kernel's argument size is its argument struct's");
+    is_int(WEFT_KERNEL_coll_allreduce_rsag, weft_kernel_find("coll_allreduce_rsag"), "a name finds its index");
+    is_int(-1, weft_kernel_find("coll_no_such_kernel"), "an unknown name finds none");
+    weft_kernel_launch_init(&l, WEFT_KERNEL_coll_p2p, 3, 7, args, sizeof(args));
+    ok(l.kernel == WEFT_KERNEL_coll_p2p && l.host_fn == weft_kernel_get(WEFT_KERNEL_coll_p2p)->host_fn &&
+           strcmp(l.name, "coll_p2p") == 0 && l.nblocks == 3 && l.nthreads == 7 && l.args == args &&
+           l.args_size == sizeof(args),
+       "a launch carries the kernel's index, body and name");
+
+    /* the CPU platform (the host backend reports no WEFT_CAP_GPU, even with multicast) */
+    uint64_t cpu = WEFT_CAP_IPC | WEFT_CAP_MULTICAST, gpu = WEFT_CAP_IPC | WEFT_CAP_GPU;
+    is_string("packet", pick(cpu, WEFT_COLL_ALLREDUCE, 4, 1, 1024, 0), "cpu, 4 ranks, 1 KiB: the one-shot");
+    is_string("rsag", pick(cpu, WEFT_COLL_ALLREDUCE, 4, 1, 4096, 0), "cpu, 4 ranks, 4 KiB: rsag");
+    is_string("packet2", pick(cpu, WEFT_COLL_ALLREDUCE, 8, 1, 2048, 0), "cpu, 8 ranks, 2 KiB: the two-step");
+    is_string("rsag", pick(cpu, WEFT_COLL_ALLREDUCE, 4, 1, 1 << 20, 0), "cpu, 1 MiB: rsag, never the switch");
+    /* the GPU platform */
+    is_string("packet2", pick(gpu, WEFT_COLL_ALLREDUCE, 4, 1, 32768, 0), "gpu, 4 ranks, 32 KiB: the two-step");
+    is_string("switch", pick(gpu, WEFT_COLL_ALLREDUCE, 4, 1, 1 << 20, 0),
+              "gpu, 1 MiB: the switch first (admitted only with WEFT_CAP_MULTICAST)");
+    is_string("rsag", pick(gpu, WEFT_COLL_ALLREDUCE, 4, 1, 1 << 20, 1), "then rsag");
+    /* any platform */
+    is_string("tree", pick(gpu, WEFT_COLL_BROADCAST, 4, 0, 4096, 0), "several hosts: a small broadcast down the tree");
+    return 0;
+}
