@@ -59,6 +59,7 @@ struct weft_comm {
      * when a device wait on one gave up. NULL while there is none. */
     void (*report_proxies)(weft_comm_t *comm);
     weft_comm_net_t *net[WEFT_NET_COUNT]; /* guarded by lock */
+    struct weft_watch *watch;   /* peer-loss watch (watch.h) */
 };
 
 /*
