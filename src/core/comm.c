@@ -248,8 +248,10 @@ weft_status_t weft_comm_init(const weft_unique_id_t *id, int nranks, int rank, c
     if ((status = weft_uid_decode(id, &uid)) != WEFT_OK)
         return status;
     status = comm_create(&uid, nranks, rank, config, comm);
-    if (status != WEFT_OK)
-        weft_root_stop(&uid.root); /* the id's root, if this process runs it */
+    /* A job that did not come together in time is over: the id's root, if
+     * this process runs it, goes too (other failures leave the id usable). */
+    if (status == WEFT_ERR_TIMEOUT || status == WEFT_ERR_ABORTED)
+        weft_root_stop(&uid.root);
     memset(&uid, 0, sizeof(uid));
     return status;
 }
