@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -89,6 +90,16 @@ static int read_secret(const char *path, uint8_t *secret)
     return ok ? 1 : 0; /* short: rank 0 is still writing (rename makes it unlikely) */
 }
 
+static int root_listens(const weft_addr_t *root)
+{
+    int fd = socket(root->u.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0), ok;
+    if (fd < 0)
+        return 0;
+    ok = connect(fd, &root->u.sa, root->len) == 0;
+    close(fd);
+    return ok;
+}
+
 weft_status_t weft_trust_local_secret(const weft_addr_t *root, int create, int timeout_ms,
                                       uint8_t secret[WEFT_TRUST_SECRET_BYTES])
 {
@@ -100,6 +111,15 @@ weft_status_t weft_trust_local_secret(const weft_addr_t *root, int create, int t
     }
     if (create)
         return write_secret(path, secret);
+    /* Rank 0 writes the file before it starts the root: once the root
+     * listens, the file is this job's, not a crashed one's. */
+    while (!root_listens(root)) {
+        if (weft_ms_left(deadline) == 0) {
+            weft_error(WEFT_SUB_BOOT, "trust-local: no root at the agreed address within %d ms", timeout_ms);
+            return WEFT_ERR_TIMEOUT;
+        }
+        poll(NULL, 0, 20);
+    }
     for (;;) {
         int r = read_secret(path, secret);
         if (r > 0)
