@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -358,6 +359,7 @@ static int huge_nranks(void *arg)
     weft_comm_config_t cfg = WEFT_COMM_CONFIG_INIT;
     long t0;
     weft_status_t st;
+    struct rusage ru;
     (void)arg;
     cfg.init_timeout_ms = 1000;
     if (weft_get_unique_id(&uid) != WEFT_OK)
@@ -369,7 +371,14 @@ static int huge_nranks(void *arg)
         return 1;
     }
     st = weft_comm_init(&uid, WEFT_MAX_RANKS + 1, 0, &cfg, &comm);
-    return st == WEFT_ERR_INVALID_ARGUMENT ? 0 : 1;
+    if (st != WEFT_ERR_INVALID_ARGUMENT)
+        return 1;
+    getrusage(RUSAGE_SELF, &ru);
+    if (ru.ru_maxrss > 256 * 1024) { /* KiB */
+        fprintf(stderr, "# the refused inits peaked at %ld MiB\n", ru.ru_maxrss / 1024);
+        return 1;
+    }
+    return 0;
 }
 
 /* Rank 0 of 2 alone, init deadline 500 ms, the root's 60 s: after the
