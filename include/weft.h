@@ -158,6 +158,10 @@ typedef struct {
  */
 WEFT_API weft_status_t weft_backend_device_count(const char *backend, int *count);
 
+/** The most ranks a communicator may have; weft_comm_init refuses more
+ * with WEFT_ERR_INVALID_ARGUMENT before allocating anything per rank. */
+#define WEFT_MAX_RANKS 65536
+
 /**
  * Joins the job named by @p id as @p rank of @p nranks. Blocks until every
  * rank has joined or the init deadline passes (WEFT_ERR_TIMEOUT, naming
@@ -180,7 +184,12 @@ WEFT_API weft_status_t weft_comm_init(const weft_unique_id_t *id, int nranks,
 WEFT_API weft_status_t weft_comm_init_from_env(const weft_comm_config_t *config,
                                                weft_comm_t **comm);
 
-/** Frees the communicator. Not collective; safe after abort or errors. */
+/**
+ * Frees the communicator. Not collective; safe after abort or errors.
+ * Destroying it again returns WEFT_ERR_INVALID_ARGUMENT (the handle is
+ * no longer live) and touches nothing. Any other use of a destroyed
+ * communicator (or of objects made from it) is undefined.
+ */
 WEFT_API weft_status_t weft_comm_destroy(weft_comm_t *comm);
 
 /**

@@ -73,7 +73,7 @@ int tool_run_ranks(int nranks, const weft_comm_config_t *cfg, tool_rank_fn_t fn,
 {
     id_box_t *box;
     pid_t *pids;
-    int remaining = nranks, first_bad = 0;
+    int remaining = nranks, first_bad = 0, first_rank = -1, killed = 0;
     struct timespec failed_at = {0, 0};
 
     if (nranks == 0)
@@ -107,11 +107,27 @@ int tool_run_ranks(int nranks, const weft_comm_config_t *cfg, tool_rank_fn_t fn,
         int status;
         pid_t pid = waitpid(-1, &status, first_bad ? WNOHANG : 0);
         if (pid > 0) {
-            int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), r = 0;
+            while (r < nranks && pids[r] != pid)
+                r++;
             remaining--;
+            if (r < nranks)
+                pids[r] = 0; /* reaped: never signalled again */
+            if (code != 0 && !killed) {
+                if (WIFSIGNALED(status))
+                    fprintf(stderr, "launcher: rank %d (pid %ld) was killed by signal %d (%s)\n", r, (long)pid,
+                            WTERMSIG(status), strsignal(WTERMSIG(status)));
+                else
+                    fprintf(stderr, "launcher: rank %d (pid %ld) exited with code %d\n", r, (long)pid, code);
+            }
             if (code != 0 && !first_bad) {
                 first_bad = code;
+                first_rank = r;
                 clock_gettime(CLOCK_MONOTONIC, &failed_at);
+                /* A rank that crashed says nothing more: the others get
+                 * a short while to report what they saw, then go. */
+                if (WIFSIGNALED(status) && grace_ms > 1000)
+                    grace_ms = 1000;
             }
             continue;
         }
@@ -121,13 +137,21 @@ int tool_run_ranks(int nranks, const weft_comm_config_t *cfg, tool_rank_fn_t fn,
             struct timespec now;
             clock_gettime(CLOCK_MONOTONIC, &now);
             long ms = (now.tv_sec - failed_at.tv_sec) * 1000 + (now.tv_nsec - failed_at.tv_nsec) / 1000000;
-            if (ms > grace_ms) {
+            if (ms > grace_ms && !killed) {
+                int n = 0;
                 for (int r = 0; r < nranks; r++)
-                    kill(pids[r], SIGKILL);
+                    if (pids[r] > 0 && kill(pids[r], SIGKILL) == 0)
+                        n++;
+                if (n)
+                    fprintf(stderr, "launcher: killed the %d rank%s still running %ld ms after rank %d failed\n", n,
+                            n == 1 ? "" : "s", ms, first_rank);
+                killed = 1;
             }
             usleep(10000);
         }
     }
+    if (first_bad)
+        fprintf(stderr, "launcher: the job failed (rank %d first, exit status %d)\n", first_rank, first_bad);
     free(pids);
     munmap(box, sizeof(*box));
     return first_bad;

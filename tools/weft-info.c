@@ -6,6 +6,7 @@
 #include "topo.h"
 #include "param.h"
 #include "sock.h"
+#include "uid.h"
 #include "weft.h"
 
 #include <stdint.h>
@@ -54,13 +55,38 @@ static int print_algorithms(void)
     return 0;
 }
 
+/* The unique id carries the job's secret: show only that it is set and
+ * where its root is. */
+static const char *redacted_id(const char *text, char *buf, size_t len)
+{
+    weft_unique_id_t id;
+    weft_uid_info_t info;
+    char root[80];
+    if (!*text)
+        return text;
+    if (weft_unique_id_parse(text, &id) != WEFT_OK || weft_uid_decode(&id, &info) != WEFT_OK) {
+        snprintf(buf, len, "<set, not a valid id>");
+        return buf;
+    }
+    weft_addr_format(&info.root, root, sizeof(root));
+    snprintf(buf, len, "<set, secret hidden; root %s>", root);
+    memset(&info, 0, sizeof(info));
+    memset(&id, 0, sizeof(id));
+    return buf;
+}
+
 static int print_params(void)
 {
     for (int i = 0; i < WEFT_P_COUNT; i++) {
         const weft_param_info_t *p = weft_param_info((weft_param_id_t)i);
-        printf("%-28s = %-12s (%s%s)\n    %s\n", p->name, *p->value ? p->value : "\"\"",
-               p->from_env ? "environment" : "default", p->valid ? "" : "; environment value invalid, default used",
-               p->help);
+        char hidden[128];
+        const char *value = i == WEFT_P_UNIQUE_ID ? redacted_id(p->value, hidden, sizeof(hidden)) : p->value;
+        char range[80] = "";
+        if (p->type == WEFT_PARAM_INT && p->has_range)
+            snprintf(range, sizeof(range), "; %ld .. %ld%s", p->min, p->max, p->size ? ", K/M/G" : "");
+        printf("%-28s = %-12s (%s%s%s)\n    %s\n", p->name, *value ? value : "\"\"",
+               p->from_env ? "environment" : "default", range,
+               p->valid ? "" : "; environment value invalid, default used", p->help);
     }
     return 0;
 }

@@ -160,6 +160,9 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, int excludeR
 ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win, int winFlags);
 ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win);
 ncclResult_t ncclCommFinalize(ncclComm_t comm);
+/* Both free the communicator. Destroying or aborting it again (including
+ * ncclCommDestroy after ncclCommAbort) returns ncclInvalidArgument and
+ * touches nothing; any other use of it afterwards is undefined. */
 ncclResult_t ncclCommDestroy(ncclComm_t comm);
 ncclResult_t ncclCommAbort(ncclComm_t comm);
 const char *ncclGetErrorString(ncclResult_t result);

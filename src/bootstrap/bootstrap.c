@@ -9,6 +9,7 @@
 #include "wire.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@ struct weft_bootstrap {
     int rank, nranks;
     weft_auth_t auth;
     weft_register_t *peers; /* the root's table */
+    weft_addr_t listen_addr; /* where lfd listens */
     int lfd;
     weft_conn_t **out;      /* links this rank opened, by peer */
     weft_conn_t **in;       /* links peers opened, by peer (after IDENT) */
@@ -78,7 +80,7 @@ static weft_status_t join_root(weft_bootstrap_t *b, const weft_bootstrap_args_t 
                 weft_addr_set_port(&local, 0);
             }
             if (status == WEFT_OK)
-                status = weft_sock_listen(&local, &b->lfd, &b->peers[0].addr);
+                status = weft_sock_listen(&local, &b->lfd, &b->listen_addr);
             if (status != WEFT_OK) {
                 close(fd);
                 return status;
@@ -93,7 +95,7 @@ static weft_status_t join_root(weft_bootstrap_t *b, const weft_bootstrap_args_t 
             memset(&reg, 0, sizeof(reg));
             reg.rank = b->rank;
             reg.nranks = b->nranks;
-            reg.addr = b->peers[0].addr;
+            reg.addr = b->listen_addr;
             memcpy(reg.hostid, a->hostid, WEFT_HOSTID_BYTES);
             reg.pid = (uint32_t)getpid();
             weft_wire_register_encode(&reg, payload);
@@ -109,14 +111,20 @@ static weft_status_t join_root(weft_bootstrap_t *b, const weft_bootstrap_args_t 
                            b->rank, b->nranks, root_text, msg);
             } else if (f->type == WEFT_MSG_TABLE && f->len == 4 + (size_t)b->nranks * WEFT_TABLE_ENTRY_BYTES &&
                        weft_wire_get_u32(f->payload) == (uint32_t)b->nranks) {
-                weft_addr_t mine = b->peers[0].addr;
+                /* The root agreed on nranks: only now the per-rank state. */
+                weft_addr_t mine = b->listen_addr;
+                if (!(b->peers = calloc((size_t)b->nranks, sizeof(*b->peers))))
+                    status = WEFT_ERR_NO_MEMORY;
                 for (int i = 0; i < b->nranks && status == WEFT_OK; i++)
                     status = weft_wire_table_entry_decode(f->payload + 4 + (size_t)i * WEFT_TABLE_ENTRY_BYTES,
                                                           &b->peers[i]);
                 if (status == WEFT_OK && b->nranks > 0 &&
                     weft_addr_port(&b->peers[b->rank].addr) != weft_addr_port(&mine))
                     status = WEFT_ERR_PROTOCOL;
-                if (status != WEFT_OK)
+                if (status == WEFT_ERR_NO_MEMORY)
+                    weft_error(WEFT_SUB_BOOT, "bootstrap init (rank %d of %d): no memory for the rank table",
+                               b->rank, b->nranks);
+                else if (status != WEFT_OK)
                     weft_error(WEFT_SUB_BOOT, "bootstrap init (rank %d): malformed table from the root", b->rank);
             } else {
                 status = WEFT_ERR_PROTOCOL;
@@ -160,7 +168,8 @@ weft_status_t weft_bootstrap_create(const weft_bootstrap_args_t *a, weft_bootstr
     weft_status_t status;
     size_t n;
 
-    if (!a || !out || a->nranks < 1 || a->rank < 0 || a->rank >= a->nranks || !a->root || !a->auth)
+    if (!a || !out || a->nranks < 1 || a->nranks > WEFT_MAX_RANKS || a->rank < 0 || a->rank >= a->nranks ||
+        !a->root || !a->auth)
         return WEFT_ERR_INVALID_ARGUMENT;
     n = (size_t)a->nranks;
     b = calloc(1, sizeof(*b));
@@ -174,18 +183,17 @@ weft_status_t weft_bootstrap_create(const weft_bootstrap_args_t *a, weft_bootstr
     b->op_timeout_ms = a->op_timeout_ms;
     b->max_pending = (int)weft_param_int(WEFT_P_BOOTSTRAP_MAX_PENDING);
     b->unexp_tail = &b->unexp;
-    b->peers = calloc(n, sizeof(*b->peers));
+    status = join_root(b, a, weft_deadline_ms(a->init_timeout_ms));
+    if (status != WEFT_OK)
+        goto err;
     b->out = calloc(n, sizeof(*b->out));
     b->in = calloc(n, sizeof(*b->in));
     b->pfd = calloc(2 * n + (size_t)b->max_pending + 2, sizeof(*b->pfd));
     b->who = calloc(2 * n + (size_t)b->max_pending + 2, sizeof(*b->who));
-    if (!b->peers || !b->out || !b->in || !b->pfd || !b->who) {
+    if (!b->out || !b->in || !b->pfd || !b->who) {
         status = WEFT_ERR_NO_MEMORY;
         goto err;
     }
-    status = join_root(b, a, weft_deadline_ms(a->init_timeout_ms));
-    if (status != WEFT_OK)
-        goto err;
     *out = b;
     return WEFT_OK;
 err:
@@ -311,7 +319,7 @@ static void identify(weft_bootstrap_t *b, weft_conn_t *c)
 /* One round of poll over every link, at most @p max_ms. */
 static weft_status_t progress(weft_bootstrap_t *b, int max_ms)
 {
-    int n = 0;
+    int n = 0, accept_now = 0;
 
     if (b->failed != WEFT_OK)
         return b->failed;
@@ -344,8 +352,7 @@ static weft_status_t progress(weft_bootstrap_t *b, int max_ms)
             if (b->pfd[i].fd == b->wake_fd && b->pfd[i].revents)
                 return bootstrap_fail(b, WEFT_ERR_ABORTED);
             if (b->pfd[i].fd == b->lfd && (b->pfd[i].revents & POLLIN))
-                weft_listener_accept(b->lfd, &b->auth, WEFT_PURPOSE_PEER, NULL, &b->pending,
-                                     &b->npending, b->max_pending, 1);
+                accept_now = 1;
             continue;
         }
         if (weft_conn_progress(c, b->pfd[i].revents) != WEFT_OK) {
@@ -365,6 +372,11 @@ static weft_status_t progress(weft_bootstrap_t *b, int max_ms)
             weft_conn_fail(c, WEFT_ERR_PROTOCOL); /* nothing may come back on our own link */
         }
     }
+    /* Accepting may drop pending connections to stay under the cap: only
+     * after the pass over b->who, which still names them. */
+    if (accept_now)
+        weft_listener_accept(b->lfd, &b->auth, WEFT_PURPOSE_PEER, NULL, &b->pending, &b->npending,
+                             b->max_pending, 1);
     return WEFT_OK;
 }
 
@@ -588,6 +600,29 @@ weft_status_t weft_bootstrap_barrier_raw(weft_bootstrap_t *b)
             status = do_recv(b, "barrier", (b->rank - k + n) % n, tag, NULL, 0, deadline);
     }
     return status;
+}
+
+int weft_bootstrap_link_fds(const weft_bootstrap_t *b, int *fds, int *ranks, int max)
+{
+    int n = 0;
+    for (int i = 0; i < b->nranks; i++) {
+        weft_conn_t *cs[2] = {b->out[i], b->in[i]};
+        for (int k = 0; k < 2 && n < max; k++) {
+            int fd;
+            if (!cs[k] || cs[k]->state == WEFT_CONN_FAILED || cs[k]->fd < 0)
+                continue;
+            if ((fd = fcntl(cs[k]->fd, F_DUPFD_CLOEXEC, 0)) < 0)
+                continue;
+            fds[n] = fd;
+            ranks[n++] = i;
+        }
+    }
+    return n;
+}
+
+void weft_bootstrap_peer_addr(const weft_bootstrap_t *b, int rank, weft_addr_t *out)
+{
+    *out = b->peers[rank].addr;
 }
 
 void weft_bootstrap_local_addr(const weft_bootstrap_t *b, weft_addr_t *out)

@@ -35,6 +35,9 @@
  */
 weft_status_t weft_root_start(const weft_addr_t *bind, const weft_auth_t *auth, int nranks,
                               int timeout_ms, weft_addr_t *bound);
+/* Stops the root this process runs at @p bound (if any) and waits until
+ * its thread has ended: a failed init leaves no thread behind. */
+void weft_root_stop(const weft_addr_t *bound);
 
 typedef struct weft_bootstrap weft_bootstrap_t;
 
@@ -62,5 +65,12 @@ weft_status_t weft_bootstrap_recv_msg(weft_bootstrap_t *b, int peer, uint64_t ta
 weft_status_t weft_bootstrap_allgather_raw(weft_bootstrap_t *b, void *buf, size_t per_rank);
 weft_status_t weft_bootstrap_bcast_raw(weft_bootstrap_t *b, void *buf, size_t len, int root);
 weft_status_t weft_bootstrap_barrier_raw(weft_bootstrap_t *b);
+/* Duplicates the descriptors of the links this rank holds now (opened or
+ * accepted, not failed) into fds[], their peers into ranks[]; at most
+ * @p max. Returns how many. For watching peers from another thread: the
+ * duplicates are the caller's to close. */
+int weft_bootstrap_link_fds(const weft_bootstrap_t *b, int *fds, int *ranks, int max);
+/* Where rank @p rank's bootstrap listener is (from the root's table). */
+void weft_bootstrap_peer_addr(const weft_bootstrap_t *b, int rank, weft_addr_t *out);
 
 #endif

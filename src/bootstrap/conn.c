@@ -119,8 +119,12 @@ void weft_conn_free(weft_conn_t *c)
 {
     if (!c)
         return;
-    if (c->fd >= 0)
+    if (c->fd >= 0) {
+        /* Ends the connection even where another descriptor of the same
+         * socket lives on (the peer watch holds duplicates). */
+        shutdown(c->fd, SHUT_RDWR);
         close(c->fd);
+    }
     free(c->out);
     free(c->later);
     free(c->frame.payload);

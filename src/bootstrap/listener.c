@@ -49,11 +49,23 @@ void weft_listener_accept(int lfd, const weft_auth_t *auth, weft_purpose_t purpo
         }
         if (cap < 1)
             cap = 1;
-        while (*npending >= cap && *pending) {
-            weft_conn_t *oldest = *pending; /* list is in arrival order */
+        if (*npending >= cap) {
+            /* Make room by dropping the oldest connection that has not
+             * authenticated; authenticated ones are never dropped (the
+             * new one is refused instead). */
+            weft_conn_t **p = pending;
+            while (*p && (*p)->state == WEFT_CONN_READY)
+                p = &(*p)->next;
+            if (!*p) {
+                weft_debug(WEFT_SUB_BOOT, "refusing connection from %s: %d authenticated connections pending",
+                           name, *npending);
+                close(fd);
+                continue;
+            }
+            weft_conn_t *oldest = *p; /* list is in arrival order */
             weft_debug(WEFT_SUB_BOOT, "dropping unauthenticated connection from %s (limit %d)",
                        oldest->peer, cap);
-            *pending = oldest->next;
+            *p = oldest->next;
             weft_conn_free(oldest);
             (*npending)--;
         }

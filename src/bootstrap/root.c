@@ -14,9 +14,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
-typedef struct {
+typedef struct root {
+    struct root *next;     /* in the process's list of running roots */
+    weft_addr_t bound;
+    int stop_fd;           /* eventfd: weft_root_stop */
     int lfd;
     weft_auth_t auth;
     int nranks;            /* 0 until known */
@@ -29,6 +33,19 @@ typedef struct {
     int max_pending;
     int max_ranks;
 } root_t;
+
+/* Running roots, so that weft_root_stop can find and wait for one. */
+static pthread_mutex_t roots_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t roots_cond = PTHREAD_COND_INITIALIZER;
+static root_t *roots;
+
+static int root_running(const root_t *r)
+{
+    for (const root_t *p = roots; p; p = p->next)
+        if (p == r)
+            return 1;
+    return 0;
+}
 
 static void root_refuse(weft_conn_t *c, weft_status_t status, const char *why)
 {
@@ -156,7 +173,7 @@ static int root_poll(root_t *r, struct pollfd *pfd, weft_conn_t **who, int cap)
 
 static void root_run(root_t *r)
 {
-    int cap = r->max_pending + r->max_ranks + 1;
+    int cap = r->max_pending + r->max_ranks + 2;
     struct pollfd *pfd = calloc((size_t)cap, sizeof(*pfd));
     weft_conn_t **who = calloc((size_t)cap, sizeof(*who));
 
@@ -168,9 +185,15 @@ static void root_run(root_t *r)
             root_timeout(r);
             break;
         }
-        n = root_poll(r, pfd, who, cap);
-        if (poll(pfd, (nfds_t)n, ms > 200 ? 200 : ms) < 0 && errno != EINTR)
+        n = root_poll(r, pfd, who, cap - 1);
+        pfd[n] = (struct pollfd){.fd = r->stop_fd, .events = POLLIN};
+        who[n] = NULL;
+        if (poll(pfd, (nfds_t)n + 1, ms > 200 ? 200 : ms) < 0 && errno != EINTR)
             break;
+        if (pfd[n].revents) {
+            weft_debug(WEFT_SUB_BOOT, "bootstrap root: stopped (the init it served failed)");
+            break;
+        }
         for (int i = 1; i < n; i++) {
             weft_conn_t *c = who[i];
             weft_status_t status = weft_conn_progress(c, pfd[i].revents);
@@ -228,8 +251,35 @@ static void *root_thread(void *arg)
     free(r->ranks);
     free(r->entries);
     memset(&r->auth, 0, sizeof(r->auth));
+    pthread_mutex_lock(&roots_lock);
+    for (root_t **p = &roots; *p; p = &(*p)->next) {
+        if (*p == r) {
+            *p = r->next;
+            break;
+        }
+    }
+    pthread_cond_broadcast(&roots_cond);
+    pthread_mutex_unlock(&roots_lock);
+    close(r->stop_fd);
     free(r);
     return NULL;
+}
+
+void weft_root_stop(const weft_addr_t *bound)
+{
+    uint64_t one = 1;
+    root_t *r;
+    pthread_mutex_lock(&roots_lock);
+    for (r = roots; r; r = r->next)
+        if (r->bound.len == bound->len && memcmp(&r->bound.u, &bound->u, bound->len) == 0)
+            break;
+    if (r) {
+        if (write(r->stop_fd, &one, sizeof(one)) < 0)
+            weft_warn(WEFT_SUB_BOOT, "bootstrap root: cannot signal its thread: %s", strerror(errno));
+        while (root_running(r))
+            pthread_cond_wait(&roots_cond, &roots_lock);
+    }
+    pthread_mutex_unlock(&roots_lock);
 }
 
 weft_status_t weft_root_start(const weft_addr_t *bind, const weft_auth_t *auth, int nranks,
@@ -244,34 +294,52 @@ weft_status_t weft_root_start(const weft_addr_t *bind, const weft_auth_t *auth, 
 
     if (!r)
         return WEFT_ERR_NO_MEMORY;
+    if ((r->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+        weft_error(WEFT_SUB_BOOT, "bootstrap root: eventfd failed: %s", strerror(errno));
+        free(r);
+        return WEFT_ERR_SYSTEM;
+    }
     if ((status = weft_sock_listen(bind, &r->lfd, &b)) != WEFT_OK) {
+        close(r->stop_fd);
         free(r);
         return status;
     }
+    r->bound = b;
     r->auth = *auth;
     r->deadline = weft_deadline_ms(timeout_ms);
     r->max_pending = (int)weft_param_int(WEFT_P_BOOTSTRAP_MAX_PENDING);
     if (r->max_pending < 1)
         r->max_pending = 1;
-    r->max_ranks = 1 << 16;
+    r->max_ranks = WEFT_MAX_RANKS;
+    if (nranks > WEFT_MAX_RANKS)
+        nranks = -1;
     if (nranks > 0) {
         r->ranks = calloc((size_t)nranks, sizeof(*r->ranks));
         r->entries = calloc((size_t)nranks, sizeof(*r->entries));
-        if (!r->ranks || !r->entries) {
-            close(r->lfd);
-            free(r->ranks);
-            free(r->entries);
-            free(r);
-            return WEFT_ERR_NO_MEMORY;
-        }
-        r->nranks = nranks;
     }
+    if (nranks < 0 || (nranks > 0 && (!r->ranks || !r->entries))) {
+        close(r->stop_fd);
+        close(r->lfd);
+        free(r->ranks);
+        free(r->entries);
+        free(r);
+        return nranks < 0 ? WEFT_ERR_INVALID_ARGUMENT : WEFT_ERR_NO_MEMORY;
+    }
+    if (nranks > 0)
+        r->nranks = nranks;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_mutex_lock(&roots_lock);
+    r->next = roots;
+    roots = r;
     rc = pthread_create(&tid, &attr, root_thread, r);
+    if (rc != 0)
+        roots = r->next;
+    pthread_mutex_unlock(&roots_lock);
     pthread_attr_destroy(&attr);
     if (rc != 0) {
         weft_error(WEFT_SUB_BOOT, "cannot start the bootstrap root thread: %s", strerror(rc));
+        close(r->stop_fd);
         close(r->lfd);
         free(r->ranks);
         free(r->entries);

@@ -1,7 +1,9 @@
 #include "config.h"
 #include "param.h"
+#include "log.h"
 #include "util.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -16,8 +18,57 @@ static weft_param_info_t params[WEFT_P_COUNT] = {
 static long int_values[WEFT_P_COUNT];
 static pthread_once_t params_once = PTHREAD_ONCE_INIT;
 
+static void set_ranges(void)
+{
+#define WEFT_PARAM(id, nm, ty, df, hp)
+#define WEFT_PARAM_RANGE(id, lo, hi, kind)                                   \
+    params[WEFT_P_##id].has_range = 1;                                       \
+    params[WEFT_P_##id].min = (lo);                                          \
+    params[WEFT_P_##id].max = (hi);                                          \
+    params[WEFT_P_##id].size = WEFT_PARAM_KIND_##kind;
+#define WEFT_PARAM_KIND_NUM 0
+#define WEFT_PARAM_KIND_SIZE 1
+#include "param_list.h"
+#undef WEFT_PARAM_KIND_NUM
+#undef WEFT_PARAM_KIND_SIZE
+#undef WEFT_PARAM_RANGE
+#undef WEFT_PARAM
+}
+
+/* A decimal integer; for sizes optionally followed by K, M or G (powers
+ * of 1024). Whole text, no overflow, within [min, max]. */
+static int parse_value(const weft_param_info_t *p, const char *s, long *out)
+{
+    char *end;
+    long v, mult = 1;
+    if (!s || !*s)
+        return 0;
+    if (!p->size)
+        return weft_parse_long(s, p->has_range ? p->min : LONG_MIN, p->has_range ? p->max : LONG_MAX, out);
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (end == s || errno == ERANGE)
+        return 0;
+    switch (*end) {
+    case 'k': case 'K': mult = 1L << 10; end++; break;
+    case 'm': case 'M': mult = 1L << 20; end++; break;
+    case 'g': case 'G': mult = 1L << 30; end++; break;
+    default: break;
+    }
+    if (*end != '\0')
+        return 0;
+    if (v > LONG_MAX / mult || v < LONG_MIN / mult)
+        return 0;
+    v *= mult;
+    if (p->has_range && (v < p->min || v > p->max))
+        return 0;
+    *out = v;
+    return 1;
+}
+
 static void params_load(void)
 {
+    set_ranges();
     for (int i = 0; i < WEFT_P_COUNT; i++) {
         weft_param_info_t *p = &params[i];
         const char *env = getenv(p->name);
@@ -28,12 +79,12 @@ static void params_load(void)
             p->from_env = 1;
         }
         if (p->type == WEFT_PARAM_INT) {
-            long v;
-            if (!weft_parse_long(p->value, LONG_MIN, LONG_MAX, &v)) {
-                /* Reported by weft-info -c and at the first log line. */
+            long v = 0;
+            if (!parse_value(p, p->value, &v)) {
+                /* Refused by weft_param_check at init; reported by weft-info -c. */
                 p->valid = 0;
                 p->value = p->def;
-                weft_parse_long(p->def, LONG_MIN, LONG_MAX, &v);
+                parse_value(p, p->def, &v);
             }
             int_values[i] = v;
         }
@@ -58,4 +109,26 @@ const weft_param_info_t *weft_param_info(weft_param_id_t id)
         return NULL;
     pthread_once(&params_once, params_load);
     return &params[id];
+}
+
+int weft_param_parse(weft_param_id_t id, const char *s, long *out)
+{
+    if ((int)id < 0 || id >= WEFT_P_COUNT || params[id].type != WEFT_PARAM_INT || !out)
+        return 0;
+    pthread_once(&params_once, params_load);
+    return parse_value(&params[id], s, out);
+}
+
+weft_status_t weft_param_check(void)
+{
+    pthread_once(&params_once, params_load);
+    for (int i = 0; i < WEFT_P_COUNT; i++) {
+        const weft_param_info_t *p = &params[i];
+        if (p->type != WEFT_PARAM_INT || p->valid)
+            continue;
+        weft_error(WEFT_SUB_INIT, "%s=%s is not valid: expected %s %ld .. %ld%s", p->name, getenv(p->name),
+                   p->size ? "a size" : "an integer", p->min, p->max, p->size ? " (K, M, G suffixes allowed)" : "");
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    return WEFT_OK;
 }

@@ -3,6 +3,12 @@
  * WEFT_PARAM(id, NAME, type, default, help)
  * type: INT (long), STR. Read once from the environment (weft_param_*).
  * `weft-info -c` prints them all with their current values.
+ *
+ * Every INT parameter also has a range, in the second list below:
+ * WEFT_PARAM_RANGE(id, min, max, kind), kind NUM or SIZE (a size also
+ * takes a K, M or G suffix: 4K = 4096). weft_param_check, run by every
+ * communicator init, refuses a value that does not parse or is out of
+ * range, naming the variable.
  */
 WEFT_PARAM(LOG_LEVEL, "WEFT_LOG_LEVEL", STR, "warn",
            "log level: none, error, warn, info, debug, trace")
@@ -32,6 +38,9 @@ WEFT_PARAM(UNIQUE_ID, "WEFT_UNIQUE_ID", STR, "",
            "unique id (text form) for launcher-started jobs: gives the secret (and root if WEFT_ROOT is unset)")
 WEFT_PARAM(TRUST_LOCAL, "WEFT_TRUST_LOCAL", INT, "0",
            "1: derive the secret from the user id when WEFT_ROOT is a loopback address (single trusted host only)")
+WEFT_PARAM(PEER_LOSS_GRACE_MS, "WEFT_PEER_LOSS_GRACE_MS", INT, "1000",
+           "a peer's bootstrap link that hangs up fails this rank's device waits with an error naming the peer "
+           "after this long (a peer that destroyed its communicator is gone too), ms")
 WEFT_PARAM(HOSTID, "WEFT_HOSTID", STR, "",
            "override the host identity (ranks with equal ids share memory)")
 WEFT_PARAM(IPC_DIR, "WEFT_IPC_DIR", STR, "",
@@ -75,3 +84,27 @@ WEFT_PARAM(IB_GID_INDEX, "WEFT_IB_GID_INDEX", INT, "-1",
            "ib (RoCE): GID index to use; -1 picks a RoCE v2 IPv4-mapped GID, else v2, else v1")
 WEFT_PARAM(TOPO_FILE, "WEFT_TOPO_FILE", STR, "",
            "hwloc XML file to take the topology from instead of probing this machine")
+
+#ifdef WEFT_PARAM_RANGE
+WEFT_PARAM_RANGE(INIT_TIMEOUT_MS, 1, 86400000, NUM)
+WEFT_PARAM_RANGE(BOOTSTRAP_TIMEOUT_MS, 1, 86400000, NUM)
+WEFT_PARAM_RANGE(HANDSHAKE_TIMEOUT_MS, 1, 3600000, NUM)
+WEFT_PARAM_RANGE(BOOTSTRAP_MAX_PENDING, 1, 65536, NUM)
+WEFT_PARAM_RANGE(BOOTSTRAP_MAX_MSG, 4096, 1L << 30, SIZE)
+WEFT_PARAM_RANGE(TRUST_LOCAL, 0, 1, NUM)
+WEFT_PARAM_RANGE(PEER_LOSS_GRACE_MS, 0, 3600000, NUM)
+WEFT_PARAM_RANGE(HOST_MAX_BLOCKS, 1, 1024, NUM)
+WEFT_PARAM_RANGE(NVLS_ENABLE, 0, 1, NUM)
+WEFT_PARAM_RANGE(DEVICE_TIMEOUT_MS, 1, 86400000, NUM)
+WEFT_PARAM_RANGE(COLL_SCRATCH_BYTES, 4096, 1L << 30, SIZE)
+WEFT_PARAM_RANGE(COLL_PACKET_MAX_BYTES, 0, 1L << 26, SIZE)
+WEFT_PARAM_RANGE(CHECK_ARGS, 0, 1, NUM)
+WEFT_PARAM_RANGE(COLL_BLOCKS, 0, 1024, NUM)
+WEFT_PARAM_RANGE(COLL_TEAM_BLOCKS, 1, 1024, NUM)
+WEFT_PARAM_RANGE(GPU_WORK_QUEUES, 0, 128, NUM)
+WEFT_PARAM_RANGE(CUDA_VMM, 0, 1, NUM)
+WEFT_PARAM_RANGE(P2P_SLOT_BYTES, 4096, 1L << 26, SIZE)
+WEFT_PARAM_RANGE(NET_SOCKETS, 1, 16, NUM)
+WEFT_PARAM_RANGE(NET_CHUNK_BYTES, 4096, 1L << 28, SIZE)
+WEFT_PARAM_RANGE(IB_GID_INDEX, -1, 255, NUM)
+#endif

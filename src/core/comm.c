@@ -2,10 +2,13 @@
 #include "comm.h"
 #include "mem.h"
 #include "conn.h"
+#include "handles.h"
 #include "log.h"
 #include "param.h"
 #include "hostid.h"
 #include "util.h"
+#include "trust.h"
+#include "watch.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -77,8 +80,12 @@ static const char *config_backend(const weft_comm_config_t *cfg)
     return weft_param_str(WEFT_P_BACKEND);
 }
 
+/* Live communicators: destroying one twice is refused (weft.h). */
+static weft_handle_set_t live_comms = WEFT_HANDLE_SET_INIT;
+
 static void comm_free(weft_comm_t *comm)
 {
+    weft_watch_stop(comm->watch);
     weft_comm_net_free(comm);
     weft_ipc_destroy(comm->ipc);
     if (comm->ctl && comm->gctx)
@@ -92,7 +99,7 @@ static void comm_free(weft_comm_t *comm)
     pthread_mutex_destroy(&comm->lock);
     pthread_mutex_destroy(&comm->proxy_lock);
     memset(&comm->auth, 0, sizeof(comm->auth));
-    free(comm);
+    weft_handle_bury(&live_comms, comm);
 }
 
 /* The part of init shared by weft_comm_init and weft_comm_init_from_env. */
@@ -211,6 +218,12 @@ static weft_status_t comm_create(const weft_uid_info_t *uid, int nranks, int ran
     /* Everyone's services are up before anyone uses them. */
     if ((status = weft_bootstrap_barrier_raw(comm->boot)) != WEFT_OK)
         goto err;
+    if ((status = weft_watch_start(comm, &comm->watch)) != WEFT_OK)
+        goto err;
+    if (!weft_handle_add(&live_comms, comm)) {
+        status = WEFT_ERR_NO_MEMORY;
+        goto err;
+    }
     weft_info(WEFT_SUB_INIT, "rank %d of %d ready (local %d of %d, backend %s, device %d)", rank, nranks,
               comm->local_rank, comm->local_size, gpu->name, device);
     *out = comm;
@@ -226,17 +239,23 @@ weft_status_t weft_comm_init(const weft_unique_id_t *id, int nranks, int rank, c
     weft_uid_info_t uid;
     weft_status_t status;
 
-    if (!id || !comm || nranks < 1 || rank < 0 || rank >= nranks) {
+    if (!id || !comm || nranks < 1 || nranks > WEFT_MAX_RANKS || rank < 0 || rank >= nranks) {
         weft_error_note("weft_comm_init: invalid arguments (id %p, comm %p, rank %d of %d)", (const void *)id,
                         (void *)comm, rank, nranks);
         return WEFT_ERR_INVALID_ARGUMENT;
     }
-    if ((status = check_config(config)) != WEFT_OK)
+    if ((status = check_config(config)) != WEFT_OK || (status = weft_param_check()) != WEFT_OK)
         return status;
     /* A malformed id is refused here, before any network I/O. */
     if ((status = weft_uid_decode(id, &uid)) != WEFT_OK)
         return status;
-    return comm_create(&uid, nranks, rank, config, comm);
+    status = comm_create(&uid, nranks, rank, config, comm);
+    /* A job that did not come together in time is over: the id's root, if
+     * this process runs it, goes too (other failures leave the id usable). */
+    if (status == WEFT_ERR_TIMEOUT || status == WEFT_ERR_ABORTED)
+        weft_root_stop(&uid.root);
+    memset(&uid, 0, sizeof(uid));
+    return status;
 }
 
 /* Rank and size from the launcher's environment, first match wins. */
@@ -255,7 +274,7 @@ static int env_rank_size(int *rank, int *size)
         long rv, sv;
         if (!r || !s)
             continue;
-        if (!weft_parse_long(s, 1, 1 << 24, &sv) || !weft_parse_long(r, 0, sv - 1, &rv)) {
+        if (!weft_parse_long(s, 1, WEFT_MAX_RANKS, &sv) || !weft_parse_long(r, 0, sv - 1, &rv)) {
             weft_error_note("launcher environment: %s=%s / %s=%s is not a valid rank and size", pairs[i][0], r,
                             pairs[i][1], s);
             return -1;
@@ -278,11 +297,11 @@ weft_status_t weft_comm_init_from_env(const weft_comm_config_t *config, weft_com
     const char *trust = getenv(weft_param_info(WEFT_P_TRUST_LOCAL)->name);
     weft_uid_info_t uid;
     weft_status_t status;
-    int rank, nranks;
+    int rank, nranks, timeout;
 
     if (!comm)
         return WEFT_ERR_INVALID_ARGUMENT;
-    if ((status = check_config(config)) != WEFT_OK)
+    if ((status = check_config(config)) != WEFT_OK || (status = weft_param_check()) != WEFT_OK)
         return status;
     if (env_rank_size(&rank, &nranks) != 1)
         return WEFT_ERR_INVALID_ARGUMENT;
@@ -300,34 +319,48 @@ weft_status_t weft_comm_init_from_env(const weft_comm_config_t *config, weft_com
         weft_error_note("launcher start needs WEFT_ROOT=host:port or WEFT_UNIQUE_ID");
         return WEFT_ERR_INVALID_ARGUMENT;
     }
+    timeout = config_int(config, offsetof(weft_comm_config_t, init_timeout_ms), 0);
+    if (!timeout)
+        timeout = (int)weft_param_int(WEFT_P_INIT_TIMEOUT_MS);
     if (!(id_text && *id_text)) {
-        /* No shared secret: allowed only on one trusted host, by opt-in. */
-        char text[160];
+        /* No shared secret: allowed only on one trusted host, by opt-in;
+         * the secret is in a file only this user can read (trust.h). */
         if (!trust || strcmp(trust, "1") != 0 || !weft_addr_is_loopback(&uid.root)) {
             weft_error_note("no secret: set WEFT_UNIQUE_ID, or WEFT_TRUST_LOCAL=1 with a loopback WEFT_ROOT");
             return WEFT_ERR_INVALID_ARGUMENT;
         }
-        snprintf(text, sizeof(text), "weft-trust-local:%u:%s", (unsigned)geteuid(), root_text);
-        weft_sha256(text, strlen(text), uid.secret);
+        if ((status = weft_trust_local_secret(&uid.root, rank == 0, timeout, uid.secret)) != WEFT_OK)
+            return status;
     }
     if (rank == 0) {
         /* Rank 0 runs the root at the agreed address. */
         weft_auth_t auth;
-        int timeout = config_int(config, offsetof(weft_comm_config_t, init_timeout_ms), 0);
         weft_auth_init(&auth, uid.secret);
-        status = weft_root_start(&uid.root, &auth, nranks,
-                                 timeout ? timeout : (int)weft_param_int(WEFT_P_INIT_TIMEOUT_MS), NULL);
+        status = weft_root_start(&uid.root, &auth, nranks, timeout, NULL);
         memset(&auth, 0, sizeof(auth));
-        if (status != WEFT_OK)
+        if (status != WEFT_OK) {
+            if (!(id_text && *id_text))
+                weft_trust_local_forget(&uid.root);
             return status;
+        }
     }
-    return comm_create(&uid, nranks, rank, config, comm);
+    status = comm_create(&uid, nranks, rank, config, comm);
+    if (rank == 0 && !(id_text && *id_text))
+        weft_trust_local_forget(&uid.root); /* every rank has joined, or init failed */
+    if (rank == 0 && status != WEFT_OK)
+        weft_root_stop(&uid.root); /* no root thread outlives a failed init */
+    memset(&uid, 0, sizeof(uid));
+    return status;
 }
 
 weft_status_t weft_comm_destroy(weft_comm_t *comm)
 {
     if (!comm)
         return WEFT_ERR_INVALID_ARGUMENT;
+    if (!weft_handle_take(&live_comms, comm)) {
+        weft_error_note("weft_comm_destroy: %p is not a live communicator (destroyed already?)", (void *)comm);
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
     /* what higher floors hung on the communicator goes first */
     while (comm->nrelease > 0)
         comm->release[--comm->nrelease](comm);
@@ -369,7 +402,7 @@ weft_status_t weft_comm_on_destroy(weft_comm_t *comm, weft_comm_release_fn_t rel
 weft_status_t weft_comm_abort(weft_comm_t *comm)
 {
     uint64_t one = 1;
-    if (!comm)
+    if (!comm || !weft_handle_live(&live_comms, comm))
         return WEFT_ERR_INVALID_ARGUMENT;
     __atomic_store_n(&comm->aborted, 1, __ATOMIC_RELEASE);
     weft_comm_set_async_error(comm, WEFT_ERR_ABORTED);

@@ -60,6 +60,7 @@ struct weft_comm {
     void (*report_proxies)(weft_comm_t *comm);
     weft_comm_net_t *net[WEFT_NET_COUNT]; /* guarded by lock */
     unsigned net_transport; /* between hosts: WEFT_TRANSPORT_ETHERNET or _IB (weft_comm_net_choose) */
+    struct weft_watch *watch;   /* peer-loss watch (watch.h) */
 };
 
 /*

@@ -71,12 +71,18 @@ static void net_deregister(weft_comm_t *comm, weft_mem_t *m)
 static weft_alloc_rec_t *find_alloc(weft_comm_t *comm, const void *ptr, size_t bytes)
 {
     uintptr_t p = (uintptr_t)ptr;
+    weft_alloc_rec_t *end_of = NULL;
     for (weft_alloc_rec_t *a = comm->allocs; a; a = a->next) {
         uintptr_t base = (uintptr_t)a->a.ptr;
-        if (p >= base && p - base <= a->a.size && bytes <= a->a.size - (p - base))
+        if (p < base || p - base > a->a.size || bytes > a->a.size - (p - base))
+            continue;
+        /* An empty range at an allocation's end is also the start of the
+         * next one where they touch: the one that holds p comes first. */
+        if (p - base < a->a.size)
             return a;
+        end_of = a;
     }
-    return NULL;
+    return end_of;
 }
 
 weft_status_t weft_mem_alloc(weft_comm_t *comm, size_t bytes, void **ptr)

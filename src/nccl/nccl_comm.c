@@ -6,6 +6,7 @@
  */
 #include "config.h"
 #include "nccl_internal.h"
+#include "handles.h"
 
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -218,6 +219,10 @@ static const char *pick_backend(void)
 
 /* Joins the job as @p rank of @p nranks on @p device (WEFT_DEVICE_CURRENT:
  * the calling thread's current device, as NCCL does). */
+/* Live communicators: destroying or aborting one twice is refused. */
+static weft_handle_set_t live_comms = WEFT_HANDLE_SET_INIT;
+static void comm_free_now(ncclComm_t comm);
+
 static ncclResult_t comm_init(ncclComm_t *out, int nranks, const ncclUniqueId *id, int rank, int device)
 {
     weft_comm_config_t cfg = WEFT_COMM_CONFIG_INIT;
@@ -257,6 +262,10 @@ static ncclResult_t comm_init(ncclComm_t *out, int nranks, const ncclUniqueId *i
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_init(&c->busy_lock, NULL);
     pthread_cond_init(&c->idle, NULL);
+    if (!weft_handle_add(&live_comms, c)) {
+        comm_free_now(c);
+        return nccl_fail(ncclSystemError, "ncclCommInitRank: out of memory");
+    }
     *out = c;
     return ncclSuccess;
 }
@@ -484,7 +493,7 @@ NCCL_API ncclResult_t ncclCommFinalize(ncclComm_t comm)
     return r;
 }
 
-static void comm_free(ncclComm_t comm)
+static void comm_free_now(ncclComm_t comm)
 {
     nccl_stream_t *s, *next;
     for (s = comm->streams; s; s = next) {
@@ -496,7 +505,7 @@ static void comm_free(ncclComm_t comm)
     pthread_mutex_destroy(&comm->lock);
     pthread_mutex_destroy(&comm->busy_lock);
     pthread_cond_destroy(&comm->idle);
-    free(comm);
+    weft_handle_bury(&live_comms, comm);
 }
 
 /* Waits for the communicator's queued work (its kernels use its memory),
@@ -507,9 +516,12 @@ NCCL_API ncclResult_t ncclCommDestroy(ncclComm_t comm)
     ncclResult_t r;
     if (!comm)
         return nccl_fail(ncclInvalidArgument, "ncclCommDestroy: comm is NULL");
+    if (!weft_handle_take(&live_comms, comm))
+        return nccl_fail(ncclInvalidArgument, "ncclCommDestroy: %p is not a live communicator "
+                                              "(destroyed or aborted already?)", (void *)comm);
     status = nccl_streams_sync(comm);
     r = status == WEFT_OK ? ncclSuccess : nccl_result(status);
-    comm_free(comm);
+    comm_free_now(comm);
     return r;
 }
 
@@ -539,6 +551,9 @@ NCCL_API ncclResult_t ncclCommAbort(ncclComm_t comm)
 {
     if (!comm)
         return nccl_fail(ncclInvalidArgument, "ncclCommAbort: comm is NULL");
+    if (!weft_handle_take(&live_comms, comm))
+        return nccl_fail(ncclInvalidArgument, "ncclCommAbort: %p is not a live communicator "
+                                              "(destroyed or aborted already?)", (void *)comm);
     pthread_mutex_lock(&comm->busy_lock);
     comm->aborting = 1;
     pthread_mutex_unlock(&comm->busy_lock);
@@ -548,7 +563,7 @@ NCCL_API ncclResult_t ncclCommAbort(ncclComm_t comm)
         pthread_cond_wait(&comm->idle, &comm->busy_lock);
     pthread_mutex_unlock(&comm->busy_lock);
     nccl_streams_sync(comm); /* aborted kernels return; their errors are expected */
-    comm_free(comm);
+    comm_free_now(comm);
     return ncclSuccess;
 }
 

@@ -1,0 +1,131 @@
+/* Peer-loss watch: see watch.h. */
+#include "config.h"
+#include "watch.h"
+#include "bootstrap.h"
+#include "log.h"
+#include "param.h"
+#include "util.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+struct weft_watch {
+    weft_comm_t *comm;
+    pthread_t thread;
+    int started;
+    int stop_fd;
+    int n;
+    struct pollfd *pfd;   /* [0] stop_fd, then one per link */
+    int *rank;            /* peer of pfd[i + 1] */
+    uint64_t *gone_ns;    /* when its link hung up, 0 while up */
+    uint64_t grace_ns;
+};
+
+static void record_loss(struct weft_watch *w, int peer)
+{
+    weft_comm_t *comm = w->comm;
+    uint64_t expected = 0;
+    if (__atomic_load_n(&comm->aborted, __ATOMIC_ACQUIRE))
+        return;
+    if (__atomic_compare_exchange_n(&comm->ctl->error, &expected, WEFT_DEV_ERROR(WEFT_DEV_PEER_LOST, 0, peer), 0,
+                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        weft_debug(WEFT_SUB_INIT, "rank %d: rank %d closed its connection; device waits give up", comm->rank, peer);
+}
+
+static void *watch_main(void *arg)
+{
+    struct weft_watch *w = arg;
+    for (;;) {
+        int timeout = w->grace_ns ? 100 : -1;
+        uint64_t now;
+        if (poll(w->pfd, (nfds_t)w->n + 1, timeout) < 0 && errno != EINTR)
+            break;
+        if (w->pfd[0].revents)
+            break;
+        now = weft_now_ns();
+        for (int i = 0; i < w->n; i++) {
+            struct pollfd *p = &w->pfd[i + 1];
+            if (p->fd >= 0 && (p->revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+                w->gone_ns[i] = now ? now : 1;
+                p->fd = -p->fd - 1; /* poll ignores it from now on */
+            }
+            if (w->gone_ns[i] && w->gone_ns[i] != UINT64_MAX && now - w->gone_ns[i] >= w->grace_ns) {
+                w->gone_ns[i] = UINT64_MAX;
+                record_loss(w, w->rank[i]);
+            }
+        }
+    }
+    return NULL;
+}
+
+weft_status_t weft_watch_start(weft_comm_t *comm, weft_watch_t **out)
+{
+    struct weft_watch *w = calloc(1, sizeof(*w));
+    int max = 2 * comm->nranks;
+    int *fds = NULL;
+    int err;
+
+    *out = NULL;
+    if (!w)
+        return WEFT_ERR_NO_MEMORY;
+    w->comm = comm;
+    w->stop_fd = -1;
+    w->grace_ns = (uint64_t)weft_param_int(WEFT_P_PEER_LOSS_GRACE_MS) * 1000000ull;
+    fds = calloc((size_t)max, sizeof(*fds));
+    w->rank = calloc((size_t)max, sizeof(*w->rank));
+    w->gone_ns = calloc((size_t)max, sizeof(*w->gone_ns));
+    w->pfd = calloc((size_t)max + 1, sizeof(*w->pfd));
+    if (!fds || !w->rank || !w->gone_ns || !w->pfd)
+        goto nomem;
+    w->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (w->stop_fd < 0) {
+        weft_error(WEFT_SUB_INIT, "rank %d: eventfd for the peer watch failed: %s", comm->rank, strerror(errno));
+        free(fds);
+        weft_watch_stop(w);
+        return WEFT_ERR_SYSTEM;
+    }
+    w->n = weft_bootstrap_link_fds(comm->boot, fds, w->rank, max);
+    w->pfd[0] = (struct pollfd){.fd = w->stop_fd, .events = POLLIN};
+    for (int i = 0; i < w->n; i++)
+        w->pfd[i + 1] = (struct pollfd){.fd = fds[i], .events = POLLRDHUP};
+    free(fds);
+    if ((err = pthread_create(&w->thread, NULL, watch_main, w)) != 0) {
+        weft_error(WEFT_SUB_INIT, "rank %d: cannot start the peer watch: %s", comm->rank, strerror(err));
+        weft_watch_stop(w);
+        return WEFT_ERR_SYSTEM;
+    }
+    w->started = 1;
+    *out = w;
+    return WEFT_OK;
+nomem:
+    free(fds);
+    weft_watch_stop(w);
+    return WEFT_ERR_NO_MEMORY;
+}
+
+void weft_watch_stop(weft_watch_t *w)
+{
+    uint64_t one = 1;
+    if (!w)
+        return;
+    if (w->started) {
+        if (write(w->stop_fd, &one, sizeof(one)) < 0)
+            weft_warn(WEFT_SUB_INIT, "peer watch: cannot signal its thread: %s", strerror(errno));
+        pthread_join(w->thread, NULL);
+    }
+    for (int i = 0; i < w->n; i++) {
+        int fd = w->pfd[i + 1].fd;
+        close(fd >= 0 ? fd : -fd - 1);
+    }
+    if (w->stop_fd >= 0)
+        close(w->stop_fd);
+    free(w->pfd);
+    free(w->rank);
+    free(w->gone_ns);
+    free(w);
+}

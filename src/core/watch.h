@@ -1,0 +1,26 @@
+/*
+ * Peer-loss watch: a thread per communicator that watches the bootstrap
+ * links this rank holds. When a peer's link hangs up and the
+ * communicator is still in use a grace period later
+ * (WEFT_PEER_LOSS_GRACE_MS), it records WEFT_DEV_PEER_LOST naming that
+ * rank in the device control block, so every device wait (and the host
+ * backend's kernels) gives up at once and the call returns
+ * WEFT_ERR_REMOTE naming the rank, instead of waiting for the device
+ * timeout.
+ *
+ * Only peers with a bootstrap link are watched: every peer up to 3 ranks,
+ * the ranks at distances 1, 2, 4, ... (the init barrier's links) beyond.
+ * A rank that fails closes its links, so loss spreads to the others.
+ */
+#ifndef WEFT_WATCH_H
+#define WEFT_WATCH_H
+
+#include "comm.h"
+
+typedef struct weft_watch weft_watch_t;
+
+weft_status_t weft_watch_start(weft_comm_t *comm, weft_watch_t **out);
+/* Stops and frees; NULL is fine. */
+void weft_watch_stop(weft_watch_t *w);
+
+#endif
