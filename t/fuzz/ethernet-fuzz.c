@@ -31,10 +31,10 @@ static weft_net_env_t env;
 static weft_net_ctx_t *ctx;
 static uint8_t *buf_a;   /* GUARD | region 1 | GUARD */
 static uint64_t *words;  /* region 2 */
+static weft_net_mr_t *mr_a, *mr_b;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    weft_net_mr_t *mr_a, *mr_b;
     weft_net_rkey_t rk;
     (void)argc;
     (void)argv;

@@ -23,15 +23,15 @@
 static weft_unique_id_t id;
 static weft_comm_t *comm0, *comm1;
 static weft_mem_handle_t template_h;
+static void *rank1_buf;     /* kept for the life of the process */
+static weft_mem_t *rank1_mem;
 
 static void *rank1_main(void *arg)
 {
-    void *buf;
-    weft_mem_t *mem;
     (void)arg;
-    if (weft_comm_init(&id, 2, 1, NULL, &comm1) != WEFT_OK || weft_mem_alloc(comm1, 65536, &buf) != WEFT_OK ||
-        weft_mem_register(comm1, (char *)buf + 4096, 8192, WEFT_TRANSPORT_IPC, &mem) != WEFT_OK ||
-        weft_mem_serialize(mem, &template_h) != WEFT_OK) {
+    if (weft_comm_init(&id, 2, 1, NULL, &comm1) != WEFT_OK || weft_mem_alloc(comm1, 65536, &rank1_buf) != WEFT_OK ||
+        weft_mem_register(comm1, (char *)rank1_buf + 4096, 8192, WEFT_TRANSPORT_IPC, &rank1_mem) != WEFT_OK ||
+        weft_mem_serialize(rank1_mem, &template_h) != WEFT_OK) {
         fprintf(stderr, "rank 1 set-up: %s\n", weft_get_last_error());
         abort();
     }
