@@ -25,6 +25,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -42,6 +43,14 @@
     } while (0)
 
 static weft_unique_id_t id;
+
+/* CPU time of this process, ms */
+static long cpu_ms(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
+}
 
 static int count_fds(void)
 {
@@ -118,14 +127,10 @@ static int emfile_rank(int rank, int nranks, void *arg)
             diag("%d descriptors free: %s (%s)", free_fds, weft_status_string(st), weft_get_last_error());
             /* nothing left spinning: the job's root (a thread here, from
              * weft_get_unique_id) lives on until its deadline, idle */
-            struct rusage ru0, ru1;
-            long cpu_ms;
-            getrusage(RUSAGE_SELF, &ru0);
+            long c0 = cpu_ms();
             usleep(800 * 1000);
-            getrusage(RUSAGE_SELF, &ru1);
-            cpu_ms = (ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec + ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) * 1000 +
-                     (ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec + ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1000;
-            CHECK(cpu_ms < 250, "after the failed init the process burns CPU: %ld ms in 0.8 s of sleep", cpu_ms);
+            CHECK(cpu_ms() - c0 < 250, "after the failed init the process burns CPU: %ld ms in 0.8 s of sleep",
+                  cpu_ms() - c0);
             /* the root ends at its deadline (WEFT_INIT_TIMEOUT_MS, set in main) */
             while (now_ms() - t0 < 3000)
                 usleep(50 * 1000);
@@ -137,6 +142,48 @@ static int emfile_rank(int rank, int nranks, void *arg)
         close(filler[i]);
     if (rank == 0)
         *(int *)arg = st == WEFT_OK ? 1 : 2; /* a page shared with the parent */
+    return fails;
+}
+
+/* A root (here, from weft_get_unique_id) whose process has no descriptor
+ * left when a rank connects: it cannot accept, and must wait for one
+ * without spinning on a listener that stays readable. */
+static int root_full_rank(int rank, int nranks, void *arg)
+{
+    weft_unique_id_t rid;
+    weft_uid_info_t info;
+    struct rlimit rl = {32, 32};
+    int fails = 0, filler[64], nfill = 0, st;
+    long c0, used;
+    pid_t pid;
+    (void)rank;
+    (void)nranks;
+    (void)arg;
+    if (weft_get_unique_id(&rid) != WEFT_OK || weft_uid_decode(&rid, &info) != WEFT_OK)
+        return rank_fail("weft_get_unique_id: %s", weft_get_last_error());
+    if ((pid = fork()) == 0) {
+        /* a client with descriptors of its own: connects once the root is full */
+        int fd;
+        usleep(200 * 1000);
+        fd = socket(info.root.u.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd >= 0)
+            (void)!connect(fd, &info.root.u.sa, info.root.len);
+        usleep(1500 * 1000);
+        _exit(0);
+    }
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return rank_fail("setrlimit(RLIMIT_NOFILE, 32): %s", strerror(errno));
+    for (int fd; nfill < 64 && (fd = open("/dev/null", O_RDONLY)) >= 0;)
+        filler[nfill++] = fd;
+    rank_step("a connection to the root while no descriptor is free");
+    c0 = cpu_ms();
+    usleep(1000 * 1000);
+    used = cpu_ms() - c0;
+    diag("CPU time in 1 s with the root unable to accept: %ld ms", used);
+    CHECK(used < 150, "the root burns CPU while it cannot accept: %ld ms in 1 s", used);
+    for (int i = 0; i < nfill; i++)
+        close(filler[i]);
+    waitpid(pid, &st, 0);
     return fails;
 }
 
@@ -163,6 +210,8 @@ static void emfile_tests(void)
                   "no hang, no descriptor left behind");
     ok(failed_cleanly > 0, "... some of them fail (EMFILE reached inside init: %d times)", failed_cleanly);
     ok(succeeded > 0 && last_ok, "... and with 12 free, init works (%d succeeded)", succeeded);
+    ok(run_ranks(1, 10000, root_full_rank, NULL, NULL),
+       "a root with no descriptor left waits for one to accept a connection, without spinning");
 }
 
 /* -- a root port already in use --------------------------------------------- */
@@ -445,7 +494,7 @@ int main(void)
 {
     /* the root that weft_get_unique_id starts lives this long at most */
     setenv("WEFT_INIT_TIMEOUT_MS", "2500", 1);
-    plan(8);
+    plan(9);
     emfile_tests();
     port_in_use_tests();
     enomem_tests();
