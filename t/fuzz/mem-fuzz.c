@@ -9,9 +9,10 @@
  * find alone: 1 the magic, version and checksum; 2 the job tag; 4 the host
  * id and backend name; 8 the export id and IPC blob; 16 the allocation's
  * size. Rank 0 imports the result (with the real fd service of rank 1).
- * Invariants: a refused handle leaves the output and the count of
- * registrations alone; an accepted one names a peer, and every byte of it
- * is mapped (the target writes them all).
+ * Invariants: a refused handle is refused as invalid (or withdrawn), and
+ * leaves the output and the count of registrations alone; an accepted
+ * one names a peer, and every byte of it is mapped (the target writes
+ * them all).
  */
 #include "config.h"
 #include "comm.h"
@@ -91,6 +92,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     nmems = comm0->nmems;
     status = weft_mem_deserialize(comm0, &h, &m);
     if (status != WEFT_OK) {
+        /* a bad handle is the sender's fault: never our memory or system */
+        FUZZ_CHECK(status == WEFT_ERR_INVALID_ARGUMENT || status == WEFT_ERR_NOT_FOUND,
+                   "a handle was refused with %s", weft_status_string(status));
         FUZZ_CHECK(m == (weft_mem_t *)&h, "a refused handle wrote the output");
         FUZZ_CHECK(comm0->nmems == nmems, "a refused handle changed the registrations (%d -> %d)", nmems,
                    comm0->nmems);
