@@ -3,9 +3,30 @@
 #include "log.h"
 #include "sock.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include "util.h"
+
+/* Out of descriptors (or kernel memory), a listener stays readable with
+ * the connection queued: the caller's poll loop would spin on it. Back
+ * off this long per attempt instead; the client's handshake deadline
+ * bounds its wait. */
+#define ACCEPT_BACKOFF_MS 20
+
+static void accept_backoff(int err)
+{
+    static uint64_t last_warn_ns; /* one warning a second, across listeners */
+    uint64_t now = weft_now_ns(), last = __atomic_load_n(&last_warn_ns, __ATOMIC_RELAXED);
+    if (now - last >= 1000000000ull &&
+        __atomic_compare_exchange_n(&last_warn_ns, &last, now, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        weft_warn(WEFT_SUB_BOOT, "cannot accept a connection: %s (waiting for a descriptor)", strerror(err));
+    usleep(ACCEPT_BACKOFF_MS * 1000);
+    errno = err; /* callers look at it */
+}
 
 void weft_conn_list_remove(weft_conn_t **list, weft_conn_t *c)
 {
@@ -39,8 +60,11 @@ void weft_listener_accept(int lfd, const weft_auth_t *auth, weft_purpose_t purpo
 
         from.len = sizeof(from.u.ss);
         fd = accept4(lfd, &from.u.sa, &from.len, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd < 0)
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                accept_backoff(errno);
             return;
+        }
         if (tcp) {
             weft_sock_tune(fd);
             weft_addr_format(&from, name, sizeof(name));

@@ -196,6 +196,7 @@ weft_status_t weft_ipc_create(const weft_auth_t *auth, int rank, weft_ipc_t **ou
     }
     ipc->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (ipc->stop_fd < 0) {
+        weft_error(WEFT_SUB_IPC, "ipc: eventfd failed: %s", strerror(errno));
         status = WEFT_ERR_SYSTEM;
         goto err_unlink;
     }
@@ -287,6 +288,10 @@ weft_status_t weft_ipc_fetch(weft_ipc_t *ipc, int peer, uint64_t id, int timeout
     memset(&sun, 0, sizeof(sun));
     sun.sun_family = AF_UNIX;
     if (fd < 0 || !sock_path(ipc, peer, sun.sun_path, sizeof(sun.sun_path))) {
+        if (fd < 0)
+            weft_error(WEFT_SUB_IPC, "ipc: socket failed: %s", strerror(errno));
+        else
+            weft_error(WEFT_SUB_IPC, "ipc: the socket path of rank %d is too long", peer);
         if (fd >= 0)
             close(fd);
         return WEFT_ERR_SYSTEM;

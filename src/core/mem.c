@@ -334,6 +334,14 @@ weft_status_t weft_mem_deserialize(weft_comm_t *comm, const weft_mem_handle_t *h
                         (unsigned long long)offset, (unsigned long long)size);
         return WEFT_ERR_INVALID_ARGUMENT;
     }
+    /* A handle is a peer's: one naming this rank would make us trust the
+     * address it carries (the owner's pointer) as our own memory. */
+    if ((int)owner == comm->rank) {
+        weft_error_note("weft_mem_deserialize: the handle names this rank (%d) as its owner; use the local "
+                        "registration instead",
+                        comm->rank);
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
     if ((status = weft_comm_enter(comm)) != WEFT_OK)
         return status;
     m = calloc(1, sizeof(*m));
@@ -348,9 +356,7 @@ weft_status_t weft_mem_deserialize(weft_comm_t *comm, const weft_mem_handle_t *h
     m->transports = weft_wire_get_u32(h + 12);
     for (int i = 0; i < WEFT_NET_COUNT; i++)
         memcpy(m->net_rkey[i].bytes, h + 196 + 16 * i, WEFT_NET_RKEY_BYTES);
-    if ((int)owner == comm->rank) {
-        m->ptr = (void *)(uintptr_t)weft_wire_get_u64(h + 80); /* our own memory */
-    } else if ((m->transports & WEFT_TRANSPORT_IPC) && blob_len > 0 &&
+    if ((m->transports & WEFT_TRANSPORT_IPC) && blob_len > 0 &&
                memcmp(h + 16, comm->hostid, WEFT_HOSTID_BYTES) == 0 &&
                strncmp((const char *)h + 92, comm->gpu->name, 8) == 0) {
         int fd = -1;

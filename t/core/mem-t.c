@@ -1,5 +1,6 @@
 /* Registered memory on the host backend: allocate, register, serialize,
- * exchange, map a peer's buffer and write into it. */
+ * exchange, map a peer's buffer and write into it; a rank's own handle is
+ * not imported. */
 #include "tap/basic.h"
 #include "tap/ranks.h"
 #include "tap/job.h"
@@ -50,6 +51,15 @@ static int rank_main(int rank, int nranks, void *arg)
         size_t sz = 0;
         int owner = -1;
         rank_step("import the buffer of rank %d", r);
+        if (r == rank) {
+            /* our own handle: refused (it would make us trust the address
+             * it carries); we write our slot through our own pointer */
+            weft_mem_t *self = NULL;
+            CHECK(weft_mem_deserialize(comm, &handles[r], &self) == WEFT_ERR_INVALID_ARGUMENT && !self,
+                  "a handle naming this rank (%d) as its owner was imported", rank);
+            memset(buf + off + (size_t)rank * 1000, 0x40 + rank, 1000);
+            continue;
+        }
         CHECK(weft_mem_deserialize(comm, &handles[r], &peers[r]) == WEFT_OK, "deserialize rank %d: %s", r,
               weft_get_last_error());
         if (!peers[r])
