@@ -1,6 +1,7 @@
 #include "config.h"
 #include "param.h"
 #include "util.h"
+#include "weft.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -58,4 +59,22 @@ const weft_param_info_t *weft_param_info(weft_param_id_t id)
         return NULL;
     pthread_once(&params_once, params_load);
     return &params[id];
+}
+
+weft_status_t weft_param_describe(size_t index, weft_param_desc_t *out)
+{
+    const weft_param_info_t *p;
+    if (!out)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    if (index >= WEFT_P_COUNT)
+        return WEFT_ERR_NOT_FOUND;
+    p = weft_param_info((weft_param_id_t)index);
+    *out = (weft_param_desc_t){.name = p->name,
+                               .value = p->value,
+                               .def = p->def,
+                               .help = p->help,
+                               .is_int = p->type == WEFT_PARAM_INT,
+                               .from_env = p->from_env,
+                               .int_value = p->type == WEFT_PARAM_INT ? int_values[index] : 0};
+    return WEFT_OK;
 }
