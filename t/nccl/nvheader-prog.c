@@ -327,6 +327,19 @@ static int premulsum(int rank, int nranks, void *arg)
             EXPECT(ncclRedOpDestroy(op, comm), ncclInvalidArgument, "destroying twice");
         }
     }
+    /* fp8 e4m3: inputs 1..4 (0x38 0x40 0x44 0x48) times 2, 1, 1, 0.5 (0x40 0x38 0x38 0x30): 2 + 2 + 3 + 2 = 9
+     * (0x51), every partial sum exact in any order */
+    if (nranks == 4) {
+        static const uint8_t x8[] = {0x38, 0x40, 0x44, 0x48}, m8[] = {0x40, 0x38, 0x38, 0x30};
+        uint8_t b8[N], r8[N];
+        ncclRedOp_t op8;
+        memset(b8, x8[rank], sizeof(b8));
+        EXPECT(ncclRedOpCreatePreMulSum(&op8, (void *)&m8[rank], ncclFloat8e4m3, ncclScalarHostImmediate, comm),
+               ncclSuccess, "create fp8 premulsum");
+        EXPECT(ncclAllReduce(b8, r8, N, ncclFloat8e4m3, op8, comm, NULL), ncclSuccess, "fp8 premulsum");
+        CHECK(r8[7] == 0x51, "fp8 e4m3 premulsum: 0x%02x, want 0x51 (9)", r8[7]);
+        EXPECT(ncclRedOpDestroy(op8, comm), ncclSuccess, "destroy fp8 premulsum");
+    }
     ncclRedOp_t op;
     EXPECT(ncclRedOpCreatePreMulSum(&op, NULL, ncclFloat, ncclScalarHostImmediate, comm), ncclInvalidArgument,
            "NULL scalar");
@@ -629,7 +642,7 @@ int main(int argc, char **argv)
            "all_to_all_single as PyTorch issues it (send/recv groups skipping zero counts, itself included) and "
            "ncclAllToAllv, uneven splits, 3 and 4 ranks");
     report(run_ranks(4, 60000, premulsum, NULL, NULL),
-           "ncclRedOpCreatePreMulSum: f32, f64, f16, bf16, scalar on the host or in device memory; allreduce, "
+           "ncclRedOpCreatePreMulSum: f32, f64, f16, bf16, fp8 e4m3, scalar on the host or in device memory; allreduce, "
            "reduce-scatter, reduce; mismatched types and destroyed ops refused");
     report(run_ranks(2, 60000, config, NULL, NULL),
            "this header's ncclConfig_t: nonblocking init (ncclInProgress, then ncclCommGetAsyncError), commName, "
