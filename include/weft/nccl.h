@@ -324,7 +324,7 @@ ncclResult_t ncclParamGetStr(ncclParamHandle_t h, const char **out);
 ncclResult_t ncclParamGet(ncclParamHandle_t h, void *out, int maxLen, int *len);
 ncclResult_t ncclParamGetParameter(const char *key, const char **value, int *valueLen);
 ncclResult_t ncclParamGetAllParameterKeys(const char ***table, int *tableLen);
-/* Writes every parameter to weft's log (level info). */
+/* Writes every parameter, its value and origin to stderr (never stdout). */
 void ncclParamDumpAll(void);
 
 #ifdef __cplusplus

@@ -171,7 +171,7 @@ NCCL_API ncclResult_t ncclParamGetAllParameterKeys(const char ***table, int *tab
     return ncclSuccess;
 }
 
-/* To weft's log (never stdout): the log line goes where WEFT_LOG_FILE says. */
+/* One line per parameter on stderr (the library never prints to stdout). */
 NCCL_API void ncclParamDumpAll(void)
 {
     pthread_once(&table_once, table_load);
