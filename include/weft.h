@@ -87,6 +87,23 @@ WEFT_API const char *weft_get_last_error(void);
 /** Library version as WEFT_VERSION_CODE; useful against header mismatch. */
 WEFT_API weft_status_t weft_get_version(int *version);
 
+/** One parameter of weft's table (WEFT_* environment variables). */
+typedef struct {
+    const char *name;  /**< the variable, e.g. "WEFT_LOG_LEVEL" */
+    const char *value; /**< the effective text (environment or default) */
+    const char *def;   /**< the default */
+    const char *help;
+    int is_int;   /**< 1: an integer (int_value holds it); 0: a string */
+    int from_env; /**< 1: set in the environment */
+    long int_value;
+} weft_param_desc_t;
+/**
+ * Parameter @p index (0, 1, ... in table order) as read at the first call
+ * of the process; WEFT_ERR_NOT_FOUND past the last one. The strings live
+ * as long as the process. Thread-safe.
+ */
+WEFT_API weft_status_t weft_param_describe(size_t index, weft_param_desc_t *out);
+
 /* ------------------------------------------------------------------ */
 /* Unique id and bootstrap                                             */
 /* ------------------------------------------------------------------ */

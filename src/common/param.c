@@ -2,6 +2,7 @@
 #include "param.h"
 #include "log.h"
 #include "util.h"
+#include "weft.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -130,5 +131,23 @@ weft_status_t weft_param_check(void)
                    p->size ? "a size" : "an integer", p->min, p->max, p->size ? " (K, M, G suffixes allowed)" : "");
         return WEFT_ERR_INVALID_ARGUMENT;
     }
+    return WEFT_OK;
+}
+
+weft_status_t weft_param_describe(size_t index, weft_param_desc_t *out)
+{
+    const weft_param_info_t *p;
+    if (!out)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    if (index >= WEFT_P_COUNT)
+        return WEFT_ERR_NOT_FOUND;
+    p = weft_param_info((weft_param_id_t)index);
+    *out = (weft_param_desc_t){.name = p->name,
+                               .value = p->value,
+                               .def = p->def,
+                               .help = p->help,
+                               .is_int = p->type == WEFT_PARAM_INT,
+                               .from_env = p->from_env,
+                               .int_value = p->type == WEFT_PARAM_INT ? int_values[index] : 0};
     return WEFT_OK;
 }

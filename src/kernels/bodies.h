@@ -16,5 +16,6 @@
 #include "coll_ring.h"
 #include "coll_p2p.h"
 #include "coll_switch.h"
+#include "scale.h"
 
 #endif

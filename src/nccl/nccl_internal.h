@@ -8,6 +8,18 @@
 #include "weft/nccl.h"
 
 #define NCCL_API __attribute__((visibility("default")))
+/* pncclName: the profiling alias of ncclName (NCCL exports both). */
+#define NCCL_ALIAS(name) extern __typeof__(name) p##name __attribute__((alias(#name), visibility("default")))
+
+/* Operators of ncclRedOpCreatePreMulSum per communicator. */
+#define NCCL_MAX_PREMUL 64
+
+typedef struct {
+    int used;
+    weft_dtype_t dtype;
+    const void *device_scalar;  /* ncclScalarDevice: read when the kernel runs */
+    unsigned char immediate[8]; /* ncclScalarHostImmediate: the value */
+} nccl_premul_t;
 
 /* A caller's stream and the weft stream that queues onto it. */
 typedef struct nccl_stream {
@@ -31,6 +43,22 @@ struct ncclComm {
     pthread_mutex_t busy_lock;
     pthread_cond_t idle;
     int busy, aborting;
+    /* 1 while ncclCommSuspend holds it, 1 once ncclCommRevoke ran */
+    int suspended, revoked;
+    /* nonblocking initialisation (config blocking = 0): the thread that
+     * joins, and its result (ncclInProgress until it is done) */
+    int init_thread_live;
+    pthread_t init_thread;
+    ncclResult_t init_result;
+    char init_error[512];
+    /* ncclCommGetUniqueId's id, until ncclCommGrow consumes it */
+    int grow_pending;
+    ncclUniqueId grow_id;
+    char name[64]; /* config commName, for messages */
+    nccl_premul_t premul[NCCL_MAX_PREMUL];
+    /* scratch for pre-multiplied inputs, one per operator of a group */
+    void *premul_buf[NCCL_MAX_PREMUL];
+    size_t premul_bytes[NCCL_MAX_PREMUL];
 };
 
 /* Marks a call on @p comm under way; refused once ncclCommAbort began. */
@@ -50,5 +78,7 @@ weft_status_t nccl_streams_sync(ncclComm_t comm);
 /* NCCL's types and ops as weft's; -1 when out of range. */
 int nccl_dtype(ncclDataType_t t, weft_dtype_t *out);
 int nccl_redop(ncclRedOp_t op, weft_redop_t *out);
+/* @p op's pre-multiplied sum on @p comm for @p t, or NULL. */
+const nccl_premul_t *nccl_premul(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t t);
 
 #endif

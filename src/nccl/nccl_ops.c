@@ -13,15 +13,32 @@
  */
 #include "config.h"
 #include "nccl_internal.h"
+#include "../kernels/scale.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { OP_ALLREDUCE, OP_ALLGATHER, OP_REDUCE_SCATTER, OP_BROADCAST, OP_REDUCE, OP_SEND, OP_RECV } op_kind_t;
+#define WEFT_NCCL_MIN(a, b) ((a) < (b) ? (a) : (b))
+
+typedef enum {
+    OP_ALLREDUCE,
+    OP_ALLGATHER,
+    OP_REDUCE_SCATTER,
+    OP_BROADCAST,
+    OP_REDUCE,
+    OP_SEND,
+    OP_RECV,
+    OP_ALLTOALL,
+    OP_GATHER,
+    OP_SCATTER,
+    OP_ALLTOALLV
+} op_kind_t;
 
 static const char *const op_names[] = {"ncclAllReduce", "ncclAllGather", "ncclReduceScatter", "ncclBroadcast",
-                                       "ncclReduce",    "ncclSend",      "ncclRecv"};
+                                       "ncclReduce",    "ncclSend",      "ncclRecv",          "ncclAlltoAll",
+                                       "ncclGather",    "ncclScatter",   "ncclAllToAllv"};
 
 typedef struct {
     op_kind_t kind;
@@ -33,6 +50,12 @@ typedef struct {
     int peer; /* root of broadcast and reduce, peer of send and receive */
     ncclComm_t comm;
     void *stream;
+    /* ncclAllToAllv: sendcounts, sdispls, recvcounts, rdispls (a copy,
+     * nranks each, owned by the op) */
+    size_t *v;
+    /* a pre-multiplied sum: op is WEFT_SUM over inputs scaled first */
+    int has_pm;
+    nccl_premul_t pm;
 } nccl_op_t;
 
 /* This thread's open group. */
@@ -49,16 +72,27 @@ static ncclResult_t check(nccl_op_t *o, ncclDataType_t t, ncclRedOp_t op, int ha
         return nccl_fail(ncclInvalidArgument, "%s: comm is NULL", name);
     if (nccl_dtype(t, &o->dtype) != 0)
         return nccl_fail(ncclInvalidArgument, "%s: data type %d is not one of NCCL's", name, (int)t);
-    if (has_op && nccl_redop(op, &o->op) != 0)
-        return nccl_fail(ncclInvalidArgument, "%s: reduction op %d is not supported", name, (int)op);
-    if ((o->kind == OP_BROADCAST || o->kind == OP_REDUCE || o->kind == OP_SEND || o->kind == OP_RECV) &&
+    if (has_op && nccl_redop(op, &o->op) != 0) {
+        const nccl_premul_t *pm = nccl_premul(o->comm, op, t);
+        if (!pm)
+            return nccl_fail(ncclInvalidArgument, "%s: reduction op %d is neither one of NCCL's nor a "
+                                                  "ncclRedOpCreatePreMulSum of this communicator for type %d",
+                             name, (int)op, (int)t);
+        o->has_pm = 1;
+        o->pm = *pm; /* the op may be destroyed once the call returns */
+        o->op = WEFT_SUM;
+    }
+    if ((o->kind == OP_BROADCAST || o->kind == OP_REDUCE || o->kind == OP_SEND || o->kind == OP_RECV ||
+         o->kind == OP_GATHER || o->kind == OP_SCATTER) &&
         (o->peer < 0 || o->peer >= o->comm->nranks))
         return nccl_fail(ncclInvalidArgument, "%s: %s %d is out of range (%d ranks)", name,
                          o->kind == OP_SEND || o->kind == OP_RECV ? "peer" : "root", o->peer, o->comm->nranks);
+    if (o->has_pm && o->kind != OP_ALLREDUCE && o->kind != OP_REDUCE && o->kind != OP_REDUCE_SCATTER)
+        return nccl_fail(ncclInvalidArgument, "%s: a pre-multiplied sum applies to reductions only", name);
     if (o->count) {
         int root = o->comm->rank == o->peer;
-        int reads = o->kind != OP_RECV && (o->kind != OP_BROADCAST || root);
-        int writes = o->kind != OP_SEND && (o->kind != OP_REDUCE || root);
+        int reads = o->kind != OP_RECV && ((o->kind != OP_BROADCAST && o->kind != OP_SCATTER) || root);
+        int writes = o->kind != OP_SEND && ((o->kind != OP_REDUCE && o->kind != OP_GATHER) || root);
         if ((reads && !o->send) || (writes && !o->recv))
             return nccl_fail(ncclInvalidArgument, "%s: %s is NULL with count %zu", name,
                              reads && !o->send ? "sendbuff" : "recvbuff", o->count);
@@ -66,18 +100,107 @@ static ncclResult_t check(nccl_op_t *o, ncclDataType_t t, ncclRedOp_t op, int ha
     return ncclSuccess;
 }
 
-/* Queues one call on its stream (inside the caller's weft group, if any). */
-static weft_status_t issue(const nccl_op_t *o, weft_stream_t *ws)
+/*
+ * A pre-multiplied sum's input: @p n elements of @p o's send buffer, each
+ * times the scalar, into @p dst (queued on @p ws before the sum).
+ */
+static weft_status_t premultiply(const nccl_op_t *o, weft_stream_t *ws, void *dst, size_t n)
+{
+    weft_scale_args_t a;
+    unsigned nblocks = 1;
+    memset(&a, 0, sizeof(a));
+    a.dst = dst;
+    a.src = o->send;
+    a.scalar_ptr = o->pm.device_scalar;
+    memcpy(a.scalar, o->pm.immediate, sizeof(a.scalar));
+    a.n = n;
+    a.dtype = (int32_t)o->dtype;
+    /* GPUs: enough blocks to stream; the host backend: one CPU thread */
+    if (o->comm->runtime_streams)
+        nblocks = (unsigned)WEFT_NCCL_MIN(128, n / 4096 + 1);
+    return weft_launch_builtin(ws, "scale", nblocks, 256, &a, sizeof(a));
+}
+
+/* The @p k-th pre-multiplied input buffer of a batch, at least @p bytes. */
+static weft_status_t premul_scratch(ncclComm_t comm, int k, size_t bytes, void **out)
+{
+    weft_status_t status;
+    if (k >= NCCL_MAX_PREMUL) {
+        weft_status_t s = WEFT_ERR_UNSUPPORTED;
+        nccl_fail(ncclInvalidUsage, "more than %d pre-multiplied sums in one group", NCCL_MAX_PREMUL);
+        return s;
+    }
+    if (comm->premul_bytes[k] < bytes) {
+        /* queued work may still read the old buffer */
+        if (comm->premul_buf[k] && (status = nccl_streams_sync(comm)) != WEFT_OK)
+            return status;
+        if (comm->premul_buf[k])
+            weft_mem_free(comm->w, comm->premul_buf[k]);
+        comm->premul_buf[k] = NULL;
+        comm->premul_bytes[k] = 0;
+        if ((status = weft_mem_alloc(comm->w, bytes, &comm->premul_buf[k])) != WEFT_OK)
+            return status;
+        comm->premul_bytes[k] = bytes;
+    }
+    *out = comm->premul_buf[k];
+    return WEFT_OK;
+}
+
+/* Queues one call on its stream (inside the caller's weft group, if any);
+ * @p npm counts the batch's pre-multiplied sums so far. */
+static weft_status_t issue(const nccl_op_t *o, weft_stream_t *ws, int *npm)
 {
     weft_comm_t *w = o->comm->w;
+    size_t es = weft_dtype_size(o->dtype), n = (size_t)o->comm->nranks;
+    const void *send = o->send;
+    weft_status_t status = WEFT_OK;
+    if (o->has_pm && o->count) {
+        size_t elems = o->kind == OP_REDUCE_SCATTER ? o->count * n : o->count, bytes;
+        void *tmp;
+        if ((o->kind == OP_REDUCE_SCATTER && elems / n != o->count) || elems > SIZE_MAX / es)
+            return WEFT_ERR_INVALID_ARGUMENT;
+        bytes = elems * es;
+        /* an allreduce scales into its own output, then sums in place */
+        if (o->kind == OP_ALLREDUCE)
+            tmp = o->recv;
+        else if ((status = premul_scratch(o->comm, (*npm)++, bytes, &tmp)) != WEFT_OK)
+            return status;
+        if ((status = premultiply(o, ws, tmp, elems)) != WEFT_OK)
+            return status;
+        send = tmp;
+    }
     switch (o->kind) {
-    case OP_ALLREDUCE: return weft_allreduce(o->send, o->recv, o->count, o->dtype, o->op, w, ws);
+    case OP_ALLREDUCE: return weft_allreduce(send, o->recv, o->count, o->dtype, o->op, w, ws);
     case OP_ALLGATHER: return weft_allgather(o->send, o->recv, o->count, o->dtype, w, ws);
-    case OP_REDUCE_SCATTER: return weft_reduce_scatter(o->send, o->recv, o->count, o->dtype, o->op, w, ws);
+    case OP_REDUCE_SCATTER: return weft_reduce_scatter(send, o->recv, o->count, o->dtype, o->op, w, ws);
     case OP_BROADCAST: return weft_broadcast(o->send, o->recv, o->count, o->dtype, o->peer, w, ws);
-    case OP_REDUCE: return weft_reduce(o->send, o->recv, o->count, o->dtype, o->op, o->peer, w, ws);
+    case OP_REDUCE: return weft_reduce(send, o->recv, o->count, o->dtype, o->op, o->peer, w, ws);
     case OP_SEND: return weft_send(o->send, o->count, o->dtype, o->peer, w, ws);
     case OP_RECV: return weft_recv(o->recv, o->count, o->dtype, o->peer, w, ws);
+    case OP_ALLTOALL: return weft_alltoall(o->send, o->recv, o->count, o->dtype, w, ws);
+    case OP_ALLTOALLV:
+        return weft_alltoallv(o->send, o->v, o->v + n, o->recv, o->v + 2 * n, o->v + 3 * n, o->dtype, w, ws);
+    case OP_GATHER:
+    case OP_SCATTER:
+        /* point-to-point in the batch's weft group: the root's block of
+         * its own is a copy (none where in place) */
+        if (o->count && o->count > SIZE_MAX / es / n)
+            return WEFT_ERR_INVALID_ARGUMENT;
+        weft_group_start();
+        if (o->kind == OP_GATHER) {
+            status = weft_send(o->send, o->count, o->dtype, o->peer, w, ws);
+            for (int p = 0; status == WEFT_OK && o->comm->rank == o->peer && p < o->comm->nranks; p++)
+                status = weft_recv((char *)o->recv + (size_t)p * o->count * es, o->count, o->dtype, p, w, ws);
+        } else {
+            for (int p = 0; status == WEFT_OK && o->comm->rank == o->peer && p < o->comm->nranks; p++)
+                status = weft_send((const char *)o->send + (size_t)p * o->count * es, o->count, o->dtype, p, w, ws);
+            if (status == WEFT_OK)
+                status = weft_recv(o->recv, o->count, o->dtype, o->peer, w, ws);
+        }
+        {
+            weft_status_t end = weft_group_end();
+            return status != WEFT_OK ? status : end;
+        }
     }
     return WEFT_ERR_INTERNAL;
 }
@@ -103,6 +226,7 @@ static void run_batch(comm_batch_t *b)
         snprintf(b->error, sizeof(b->error), "%s", ncclGetLastError(comm));
         return;
     }
+    int npm = 0;
     weft_group_start();
     for (i = 0; i < b->n && status == WEFT_OK; i++) {
         weft_stream_t *ws;
@@ -111,7 +235,7 @@ static void run_batch(comm_batch_t *b)
             b->result = r;
             break;
         }
-        status = issue(&b->ops[i], ws);
+        status = issue(&b->ops[i], ws, &npm);
     }
     end = weft_group_end();
     if (status == WEFT_OK)
@@ -185,16 +309,28 @@ static ncclResult_t run_ops(nccl_op_t *ops, size_t n)
     return r;
 }
 
-/* Issues @p o now, or records it in the open group. */
+static void free_ops(nccl_op_t *ops, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(ops[i].v);
+    free(ops);
+}
+
+/* Issues @p o now, or records it in the open group (which then owns o->v). */
 static ncclResult_t submit(nccl_op_t *o)
 {
-    if (group_depth == 0)
-        return run_ops(o, 1);
+    if (group_depth == 0) {
+        ncclResult_t r = run_ops(o, 1);
+        free(o->v);
+        return r;
+    }
     if (group_len == group_cap) {
         size_t cap = group_cap ? group_cap * 2 : 16;
         nccl_op_t *ops = realloc(group_ops, cap * sizeof(*ops));
-        if (!ops)
+        if (!ops) {
+            free(o->v);
             return nccl_fail(ncclSystemError, "%s: out of memory in a group", op_names[o->kind]);
+        }
         group_ops = ops;
         group_cap = cap;
     }
@@ -216,7 +352,7 @@ NCCL_API ncclResult_t ncclGroupEnd(void)
     if (--group_depth > 0)
         return ncclSuccess;
     r = run_ops(group_ops, group_len);
-    free(group_ops);
+    free_ops(group_ops, group_len);
     group_ops = NULL;
     group_len = group_cap = 0;
     return r;
@@ -231,7 +367,7 @@ NCCL_API ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *info)
                                               "NCCL_SIM_INFO_INITIALIZER");
     if (--group_depth > 0)
         return ncclSuccess;
-    free(group_ops); /* simulated: nothing runs */
+    free_ops(group_ops, group_len); /* simulated: nothing runs */
     group_ops = NULL;
     group_len = group_cap = 0;
     if (info)
@@ -242,20 +378,22 @@ NCCL_API ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *info)
 #define SUBMIT(o, t, op, has_op)                                                                                  \
     do {                                                                                                          \
         ncclResult_t r_ = check(&(o), (t), (op), (has_op));                                                       \
+        if (r_ != ncclSuccess)                                                                                    \
+            free((o).v);                                                                                          \
         return r_ != ncclSuccess ? r_ : submit(&(o));                                                             \
     } while (0)
 
 NCCL_API ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                                     ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
 {
-    nccl_op_t o = {OP_ALLREDUCE, sendbuff, recvbuff, count, 0, 0, 0, comm, stream};
+    nccl_op_t o = {.kind = OP_ALLREDUCE, .send = sendbuff, .recv = recvbuff, .count = count, .peer = 0, .comm = comm, .stream = stream};
     SUBMIT(o, datatype, op, 1);
 }
 
 NCCL_API ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype,
                                     ncclComm_t comm, cudaStream_t stream)
 {
-    nccl_op_t o = {OP_ALLGATHER, sendbuff, recvbuff, sendcount, 0, 0, 0, comm, stream};
+    nccl_op_t o = {.kind = OP_ALLGATHER, .send = sendbuff, .recv = recvbuff, .count = sendcount, .peer = 0, .comm = comm, .stream = stream};
     SUBMIT(o, datatype, ncclSum, 0);
 }
 
@@ -263,14 +401,14 @@ NCCL_API ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, si
                                         ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                         cudaStream_t stream)
 {
-    nccl_op_t o = {OP_REDUCE_SCATTER, sendbuff, recvbuff, recvcount, 0, 0, 0, comm, stream};
+    nccl_op_t o = {.kind = OP_REDUCE_SCATTER, .send = sendbuff, .recv = recvbuff, .count = recvcount, .peer = 0, .comm = comm, .stream = stream};
     SUBMIT(o, datatype, op, 1);
 }
 
 NCCL_API ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                                     int root, ncclComm_t comm, cudaStream_t stream)
 {
-    nccl_op_t o = {OP_BROADCAST, sendbuff, recvbuff, count, 0, 0, root, comm, stream};
+    nccl_op_t o = {.kind = OP_BROADCAST, .send = sendbuff, .recv = recvbuff, .count = count, .peer = root, .comm = comm, .stream = stream};
     /* only the root's send buffer is read */
     if (comm && comm->rank != root && !sendbuff)
         o.send = recvbuff;
@@ -286,20 +424,163 @@ NCCL_API ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatyp
 NCCL_API ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                                  ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream)
 {
-    nccl_op_t o = {OP_REDUCE, sendbuff, recvbuff, count, 0, 0, root, comm, stream};
+    nccl_op_t o = {.kind = OP_REDUCE, .send = sendbuff, .recv = recvbuff, .count = count, .peer = root, .comm = comm, .stream = stream};
     SUBMIT(o, datatype, op, 1);
 }
 
 NCCL_API ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer,
                                ncclComm_t comm, cudaStream_t stream)
 {
-    nccl_op_t o = {OP_SEND, sendbuff, NULL, count, 0, 0, peer, comm, stream};
+    nccl_op_t o = {.kind = OP_SEND, .send = sendbuff, .recv = NULL, .count = count, .peer = peer, .comm = comm, .stream = stream};
     SUBMIT(o, datatype, ncclSum, 0);
 }
 
 NCCL_API ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                                cudaStream_t stream)
 {
-    nccl_op_t o = {OP_RECV, NULL, recvbuff, count, 0, 0, peer, comm, stream};
+    nccl_op_t o = {.kind = OP_RECV, .send = NULL, .recv = recvbuff, .count = count, .peer = peer, .comm = comm, .stream = stream};
     SUBMIT(o, datatype, ncclSum, 0);
 }
+
+NCCL_API ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+                                   ncclComm_t comm, cudaStream_t stream)
+{
+    nccl_op_t o = {.kind = OP_ALLTOALL, .send = sendbuff, .recv = recvbuff, .count = count, .comm = comm,
+                   .stream = stream};
+    SUBMIT(o, datatype, ncclSum, 0);
+}
+
+NCCL_API ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+                                 int root, ncclComm_t comm, cudaStream_t stream)
+{
+    nccl_op_t o = {.kind = OP_GATHER, .send = sendbuff, .recv = recvbuff, .count = count, .peer = root,
+                   .comm = comm, .stream = stream};
+    SUBMIT(o, datatype, ncclSum, 0);
+}
+
+NCCL_API ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+                                  int root, ncclComm_t comm, cudaStream_t stream)
+{
+    nccl_op_t o = {.kind = OP_SCATTER, .send = sendbuff, .recv = recvbuff, .count = count, .peer = root,
+                   .comm = comm, .stream = stream};
+    SUBMIT(o, datatype, ncclSum, 0);
+}
+
+/* RCCL's uneven all-to-all: the counts and displacements are copied (a
+ * group may end after the caller reused its arrays). */
+NCCL_API ncclResult_t ncclAllToAllv(const void *sendbuff, const size_t sendcounts[], const size_t sdispls[],
+                                    void *recvbuff, const size_t recvcounts[], const size_t rdispls[],
+                                    ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
+{
+    nccl_op_t o = {.kind = OP_ALLTOALLV, .send = sendbuff, .recv = recvbuff, .comm = comm, .stream = stream};
+    const size_t *arrays[4] = {sendcounts, sdispls, recvcounts, rdispls};
+    size_t n, es;
+    weft_dtype_t t;
+    if (!comm)
+        return nccl_fail(ncclInvalidArgument, "ncclAllToAllv: comm is NULL");
+    if (!sendcounts || !sdispls || !recvcounts || !rdispls)
+        return nccl_fail(ncclInvalidArgument, "ncclAllToAllv: a count or displacement array is NULL");
+    if (nccl_dtype(datatype, &t) != 0)
+        return nccl_fail(ncclInvalidArgument, "ncclAllToAllv: data type %d is not one of NCCL's", (int)datatype);
+    n = (size_t)comm->nranks;
+    es = weft_dtype_size(t);
+    for (size_t p = 0; p < n; p++) {
+        /* every block inside the address space, and buffers where needed */
+        if (sendcounts[p] > SIZE_MAX / es || sdispls[p] > SIZE_MAX / es - sendcounts[p] ||
+            recvcounts[p] > SIZE_MAX / es || rdispls[p] > SIZE_MAX / es - recvcounts[p] ||
+            (sendcounts[p] && !sendbuff) || (recvcounts[p] && !recvbuff))
+            return nccl_fail(ncclInvalidArgument, "ncclAllToAllv: rank %zu's block (send %zu at %zu, receive %zu "
+                                                  "at %zu) is invalid", p, sendcounts[p], sdispls[p], recvcounts[p],
+                             rdispls[p]);
+    }
+    if (!(o.v = malloc(4 * n * sizeof(size_t))))
+        return nccl_fail(ncclSystemError, "ncclAllToAllv: out of memory");
+    for (int a = 0; a < 4; a++)
+        memcpy(o.v + (size_t)a * n, arrays[a], n * sizeof(size_t));
+    SUBMIT(o, datatype, ncclSum, 0);
+}
+
+/* ---------------------------------------------------------------- */
+/* One-sided put and signals (NCCL 2.29)                             */
+/* ---------------------------------------------------------------- */
+
+/* Checks what NCCL checks; the operations themselves are not offered. */
+static ncclResult_t one_sided_check(const char *what, int peer, int sig, int ctx, unsigned flags, ncclComm_t comm)
+{
+    if (!comm)
+        return nccl_fail(ncclInvalidArgument, "%s: comm is NULL", what);
+    if (peer < 0 || peer >= comm->nranks)
+        return nccl_fail(ncclInvalidArgument, "%s: peer %d is out of range (%d ranks)", what, peer, comm->nranks);
+    if (sig < 0 || ctx < 0)
+        return nccl_fail(ncclInvalidArgument, "%s: sigIdx %d / ctx %d is negative", what, sig, ctx);
+    if (flags != 0)
+        return nccl_fail(ncclInvalidArgument, "%s: flags 0x%x (reserved, must be 0)", what, flags);
+    return ncclSuccess;
+}
+
+#define ONE_SIDED_UNSUPPORTED(what)                                                                               \
+    nccl_fail(ncclInvalidUsage, what ": rank %d: weft does not offer one-sided puts and signals through the NCCL " \
+                                "API yet (weft's C API has port and memory channels for it)", comm->rank)
+
+NCCL_API ncclResult_t ncclPutSignal(const void *localbuff, size_t count, ncclDataType_t datatype, int peer,
+                                    ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx, int ctx,
+                                    unsigned int flags, ncclComm_t comm, cudaStream_t stream)
+{
+    weft_dtype_t t;
+    ncclResult_t r = one_sided_check("ncclPutSignal", peer, sigIdx, ctx, flags, comm);
+    (void)peerWinOffset;
+    (void)stream;
+    if (r != ncclSuccess)
+        return r;
+    if (nccl_dtype(datatype, &t) != 0)
+        return nccl_fail(ncclInvalidArgument, "ncclPutSignal: data type %d is not one of NCCL's", (int)datatype);
+    if (!peerWin || (count && !localbuff))
+        return nccl_fail(ncclInvalidArgument, "ncclPutSignal: %s is NULL", !peerWin ? "peerWin" : "localbuff");
+    return ONE_SIDED_UNSUPPORTED("ncclPutSignal");
+}
+
+NCCL_API ncclResult_t ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
+                                 cudaStream_t stream)
+{
+    ncclResult_t r = one_sided_check("ncclSignal", peer, sigIdx, ctx, flags, comm);
+    (void)stream;
+    return r != ncclSuccess ? r : ONE_SIDED_UNSUPPORTED("ncclSignal");
+}
+
+NCCL_API ncclResult_t ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t *descs, ncclComm_t comm, cudaStream_t stream)
+{
+    (void)stream;
+    if (!comm)
+        return nccl_fail(ncclInvalidArgument, "ncclWaitSignal: comm is NULL");
+    if (nDesc < 0 || (nDesc > 0 && !descs))
+        return nccl_fail(ncclInvalidArgument, "ncclWaitSignal: %d descriptors%s", nDesc,
+                         nDesc > 0 ? " with signalDescs NULL" : "");
+    for (int i = 0; i < nDesc; i++) {
+        ncclResult_t r = one_sided_check("ncclWaitSignal", descs[i].peer, descs[i].sigIdx, descs[i].ctx, 0, comm);
+        if (r != ncclSuccess)
+            return r;
+        if (descs[i].opCnt < 0)
+            return nccl_fail(ncclInvalidArgument, "ncclWaitSignal: descriptor %d waits for %d signals", i,
+                             descs[i].opCnt);
+    }
+    return ONE_SIDED_UNSUPPORTED("ncclWaitSignal");
+}
+
+NCCL_ALIAS(ncclGroupStart);
+NCCL_ALIAS(ncclGroupEnd);
+NCCL_ALIAS(ncclGroupSimulateEnd);
+NCCL_ALIAS(ncclAllReduce);
+NCCL_ALIAS(ncclAllGather);
+NCCL_ALIAS(ncclReduceScatter);
+NCCL_ALIAS(ncclBroadcast);
+NCCL_ALIAS(ncclBcast);
+NCCL_ALIAS(ncclReduce);
+NCCL_ALIAS(ncclSend);
+NCCL_ALIAS(ncclRecv);
+NCCL_ALIAS(ncclAlltoAll);
+NCCL_ALIAS(ncclGather);
+NCCL_ALIAS(ncclScatter);
+NCCL_ALIAS(ncclAllToAllv);
+NCCL_ALIAS(ncclPutSignal);
+NCCL_ALIAS(ncclSignal);
+NCCL_ALIAS(ncclWaitSignal);
