@@ -224,6 +224,13 @@ static weft_status_t comm_create(const weft_uid_info_t *uid, int nranks, int ran
         status = WEFT_ERR_NO_MEMORY;
         goto err;
     }
+    /* The watch needs the links the first barrier opened, and can still
+     * fail: a second barrier makes a rank that failed after the first one
+     * fail every rank's init, instead of leaving them a dead peer. */
+    if ((status = weft_bootstrap_barrier_raw(comm->boot)) != WEFT_OK) {
+        weft_handle_take(&live_comms, comm);
+        goto err;
+    }
     weft_info(WEFT_SUB_INIT, "rank %d of %d ready (local %d of %d, backend %s, device %d)", rank, nranks,
               comm->local_rank, comm->local_size, gpu->name, device);
     *out = comm;

@@ -8,7 +8,7 @@
 #include "backend.h"
 #include "coll.h"
 #include "kernels.h"
-#include "p2p.h"
+#include "bodies.h"
 
 #include <string.h>
 
@@ -21,6 +21,11 @@ static const char *pick(uint64_t caps, weft_coll_t coll, int nranks, int one_hos
         a = weft_coll_table_next(caps, coll, nranks, one_host, bytes, &pos);
     return a ? a : "(none)";
 }
+
+/* Each kernel's argument struct, from the one list of kernels. */
+#define WANT_SIZE(name, body, args_t) sizeof(args_t),
+static const size_t want_size[] = {WEFT_BUILTIN_KERNELS(WANT_SIZE)};
+#undef WANT_SIZE
 
 int main(void)
 {
@@ -35,7 +40,7 @@ int main(void)
             diag("kernel %d (%s) does not round-trip", id, k->name ? k->name : "unnamed");
             ids_ok = 0;
         }
-        if (k->args_size != (strncmp(k->name, "p2p_", 4) == 0 ? sizeof(weft_p2p_args_t) : sizeof(weft_coll_args_t)))
+        if (k->args_size != want_size[id])
             sizes_ok = 0;
     }
     ok(ids_ok && WEFT_KERNEL_COUNT > 20, "every kernel index has a body and its name finds it again (%d kernels)",
