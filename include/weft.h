@@ -452,6 +452,46 @@ WEFT_API weft_status_t weft_send(const void *buf, size_t count, weft_dtype_t dty
                                  weft_stream_t *stream);
 WEFT_API weft_status_t weft_recv(void *buf, size_t count, weft_dtype_t dtype, int peer, weft_comm_t *comm,
                                  weft_stream_t *stream);
+/*
+ * Execution plans: the JSON plans that MSCCL++'s DSL prints (its current
+ * snake_case format), run by weft's executor. A plan lists, per rank and
+ * per thread block, the channel operations of one collective; weft
+ * honours each op's reduce_op (sum, prod, min, max, avg).
+ */
+typedef struct weft_plan weft_plan_t;
+
+/** What a loaded plan declares. The strings live as long as the plan. */
+typedef struct {
+    const char *name;
+    const char *collective; /* "allreduce", "allgather", ..., or "test" */
+    int nranks;
+    int inplace;            /* the plan runs with recvbuf == sendbuf (as NCCL places it) */
+    int packet;             /* protocol LL */
+    uint64_t min_bytes, max_bytes; /* message sizes it admits (input; output for allgather) */
+} weft_plan_info_t;
+
+/**
+ * Loads and validates the plan in the file at @p path. Every field is
+ * type-checked and every index (buffer chunk, channel, remote buffer,
+ * semaphore, thread block, barrier) is checked against what the plan
+ * declares. Returns WEFT_ERR_INVALID_ARGUMENT for a bad plan, with a last
+ * error naming the JSON path of the first bad field
+ * ("gpus[1].threadblocks[3].ops[7].src_buff[0].index: 9 >= input_chunks 8");
+ * WEFT_ERR_NOT_FOUND if there is no such file. Thread-safe; the plan is
+ * independent of any communicator.
+ */
+WEFT_API weft_status_t weft_plan_load(const char *path, weft_plan_t **plan);
+/** As weft_plan_load, from the NUL-terminated JSON text @p json. */
+WEFT_API weft_status_t weft_plan_load_string(const char *json, weft_plan_t **plan);
+/**
+ * Frees a plan and what the executor built for it (connections, scratch,
+ * semaphores) on every communicator that ran it. The streams it ran on
+ * must be synchronized first. NULL is a no-op.
+ */
+WEFT_API weft_status_t weft_plan_destroy(weft_plan_t *plan);
+/** What @p plan declares. */
+WEFT_API weft_status_t weft_plan_info(const weft_plan_t *plan, weft_plan_info_t *info);
+
 /** The algorithm the next call of @p collective on @p bytes would use
  *  (for a float sum: an algorithm may admit only some types and ops). */
 WEFT_API weft_status_t weft_coll_algorithm(weft_comm_t *comm, const char *collective, size_t bytes,
