@@ -492,6 +492,31 @@ WEFT_API weft_status_t weft_plan_destroy(weft_plan_t *plan);
 /** What @p plan declares. */
 WEFT_API weft_status_t weft_plan_info(const weft_plan_t *plan, weft_plan_info_t *info);
 
+/**
+ * Runs @p plan's collective on @p comm: collective over the plan's ranks
+ * (the plan's rank count must be the communicator's size), stream-ordered
+ * on @p stream. @p sendbuf holds @p send_bytes of input and @p recvbuf
+ * receives @p recv_bytes of output (device memory of the communicator's
+ * backend; they may be the same buffer, or overlap as NCCL places an
+ * in-place allgather). The sizes must satisfy the plan's chunking rule:
+ * multiples of buffer_alignment cut evenly into the rank's input_chunks
+ * and output_chunks, equal chunks, within min/max_message_size. Every
+ * reducing op of the plan uses @p op on @p dtype (sum, prod, min, max; avg
+ * is a sum divided at the end, allreduce plans only); a plan op that names
+ * another reduce_op than sum must agree with @p op.
+ * The first execution on a communicator builds the plan's resources
+ * (buffers, channels, semaphores; collectively, bounded) and later ones
+ * reuse them. Errors: WEFT_ERR_INVALID_ARGUMENT (nothing queued) for bad
+ * arguments or sizes, with a message naming the rule;
+ * WEFT_ERR_UNSUPPORTED for what the backend or this executor cannot run
+ * (switch channels without multicast, port channels, graph capture);
+ * device-side failures (a peer that never signals) surface at
+ * weft_stream_synchronize as WEFT_ERR_TIMEOUT naming the rank.
+ */
+WEFT_API weft_status_t weft_execute(weft_comm_t *comm, weft_plan_t *plan, const void *sendbuf, void *recvbuf,
+                                    size_t send_bytes, size_t recv_bytes, weft_dtype_t dtype, weft_redop_t op,
+                                    weft_stream_t *stream);
+
 /** The algorithm the next call of @p collective on @p bytes would use
  *  (for a float sum: an algorithm may admit only some types and ops). */
 WEFT_API weft_status_t weft_coll_algorithm(weft_comm_t *comm, const char *collective, size_t bytes,

@@ -12,6 +12,7 @@
 #include "coll_p2p.h"
 #include "coll_switch.h"
 #include "p2p.h"
+#include "executor.h"
 
 #define WEFT_BUILTIN_KERNELS(X)                                                                                    \
     X(p2p_mc_pingpong, weft_p2p_mc_pingpong, weft_p2p_args_t)                                                      \
@@ -37,6 +38,7 @@
     X(coll_reduce_ring, weft_coll_reduce_ring, weft_coll_args_t)                                                   \
     X(coll_barrier_ring, weft_coll_barrier_ring, weft_coll_args_t)                                                 \
     X(coll_reduce_scatter_ring, weft_coll_reduce_scatter_ring, weft_coll_args_t)                                   \
-    X(coll_p2p, weft_coll_p2p, weft_coll_args_t)
+    X(coll_p2p, weft_coll_p2p, weft_coll_args_t)                                                                   \
+    X(exec_plan, weft_exec_plan, weft_exec_args_t)
 
 #endif
