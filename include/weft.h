@@ -476,6 +476,71 @@ WEFT_API weft_status_t weft_send(const void *buf, size_t count, weft_dtype_t dty
                                  weft_stream_t *stream);
 WEFT_API weft_status_t weft_recv(void *buf, size_t count, weft_dtype_t dtype, int peer, weft_comm_t *comm,
                                  weft_stream_t *stream);
+/*
+ * Execution plans: the JSON plans that MSCCL++'s DSL prints (its current
+ * snake_case format), run by weft's executor. A plan lists, per rank and
+ * per thread block, the channel operations of one collective; weft
+ * honours each op's reduce_op (sum, prod, min, max, avg).
+ */
+typedef struct weft_plan weft_plan_t;
+
+/** What a loaded plan declares. The strings live as long as the plan. */
+typedef struct {
+    const char *name;
+    const char *collective; /* "allreduce", "allgather", ..., or "test" */
+    int nranks;
+    int inplace;            /* the plan runs with recvbuf == sendbuf (as NCCL places it) */
+    int packet;             /* protocol LL */
+    uint64_t min_bytes, max_bytes; /* message sizes it admits (input; output for allgather) */
+} weft_plan_info_t;
+
+/**
+ * Loads and validates the plan in the file at @p path. Every field is
+ * type-checked and every index (buffer chunk, channel, remote buffer,
+ * semaphore, thread block, barrier) is checked against what the plan
+ * declares. Returns WEFT_ERR_INVALID_ARGUMENT for a bad plan, with a last
+ * error naming the JSON path of the first bad field
+ * ("gpus[1].threadblocks[3].ops[7].src_buff[0].index: 9 >= input_chunks 8");
+ * WEFT_ERR_NOT_FOUND if there is no such file. Thread-safe; the plan is
+ * independent of any communicator.
+ */
+WEFT_API weft_status_t weft_plan_load(const char *path, weft_plan_t **plan);
+/** As weft_plan_load, from the NUL-terminated JSON text @p json. */
+WEFT_API weft_status_t weft_plan_load_string(const char *json, weft_plan_t **plan);
+/**
+ * Frees a plan and what the executor built for it (connections, scratch,
+ * semaphores) on every communicator that ran it. The streams it ran on
+ * must be synchronized first. NULL is a no-op.
+ */
+WEFT_API weft_status_t weft_plan_destroy(weft_plan_t *plan);
+/** What @p plan declares. */
+WEFT_API weft_status_t weft_plan_info(const weft_plan_t *plan, weft_plan_info_t *info);
+
+/**
+ * Runs @p plan's collective on @p comm: collective over the plan's ranks
+ * (the plan's rank count must be the communicator's size), stream-ordered
+ * on @p stream. @p sendbuf holds @p send_bytes of input and @p recvbuf
+ * receives @p recv_bytes of output (device memory of the communicator's
+ * backend; they may be the same buffer, or overlap as NCCL places an
+ * in-place allgather). The sizes must satisfy the plan's chunking rule:
+ * multiples of buffer_alignment cut evenly into the rank's input_chunks
+ * and output_chunks, equal chunks, within min/max_message_size. Every
+ * reducing op of the plan uses @p op on @p dtype (sum, prod, min, max; avg
+ * is a sum divided at the end, allreduce plans only); a plan op that names
+ * another reduce_op than sum must agree with @p op.
+ * The first execution on a communicator builds the plan's resources
+ * (buffers, channels, semaphores; collectively, bounded) and later ones
+ * reuse them. Errors: WEFT_ERR_INVALID_ARGUMENT (nothing queued) for bad
+ * arguments or sizes, with a message naming the rule;
+ * WEFT_ERR_UNSUPPORTED for what the backend or this executor cannot run
+ * (switch channels without multicast, port channels, graph capture);
+ * device-side failures (a peer that never signals) surface at
+ * weft_stream_synchronize as WEFT_ERR_TIMEOUT naming the rank.
+ */
+WEFT_API weft_status_t weft_execute(weft_comm_t *comm, weft_plan_t *plan, const void *sendbuf, void *recvbuf,
+                                    size_t send_bytes, size_t recv_bytes, weft_dtype_t dtype, weft_redop_t op,
+                                    weft_stream_t *stream);
+
 /** The algorithm the next call of @p collective on @p bytes would use
  *  (for a float sum: an algorithm may admit only some types and ops). */
 WEFT_API weft_status_t weft_coll_algorithm(weft_comm_t *comm, const char *collective, size_t bytes,

@@ -17,5 +17,6 @@
 #include "coll_p2p.h"
 #include "coll_switch.h"
 #include "scale.h"
+#include "executor.h"
 
 #endif

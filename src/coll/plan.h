@@ -1,0 +1,189 @@
+/*
+ * Execution plans: the parsed, validated form of an MSCCL++ JSON plan
+ * (plan.c). Every index in it has been checked against what the plan
+ * declares, so the executor never range-checks again.
+ *
+ * Indices, as the format defines them:
+ * - an op's channel_ids index the thread block's own list of channels of
+ *   the op's channel_type (tb->chan[type]), which holds indices into the
+ *   rank's flattened channels of that type (gpu->chan[type]; one entry per
+ *   peer of each "connected_to");
+ * - a remote buffer's buffer_id indexes the thread block's list of remote
+ *   buffers reached through the op's channel_type (tb->rbuf[type]), which
+ *   holds indices into gpu->rbuf;
+ * - a switch buffer's switch_channel_id indexes tb->chan[SWITCH], which
+ *   holds indices into gpu->sw (one entry per rank group).
+ */
+#ifndef WEFT_PLAN_H
+#define WEFT_PLAN_H
+
+#include "weft.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Limits of the format as weft runs it (a plan beyond them is refused). */
+#define WEFT_PLAN_MAX_OP_CHANNELS 8
+#define WEFT_PLAN_MAX_OP_BUFFERS 10
+#define WEFT_PLAN_MAX_OP_SEMAPHORES 16
+#define WEFT_PLAN_MAX_BARRIERS 16
+#define WEFT_PLAN_MAX_SEMAPHORES 16
+#define WEFT_PLAN_MAX_RANKS 1024
+#define WEFT_PLAN_MAX_CHUNKS (1u << 20)
+#define WEFT_PLAN_MAX_THREADBLOCKS 1024
+#define WEFT_PLAN_MAX_CHANNELS 256
+#define WEFT_PLAN_MAX_OPS 65536
+
+typedef enum {
+    WEFT_PLAN_BUF_INPUT = 0,
+    WEFT_PLAN_BUF_OUTPUT = 1,
+    WEFT_PLAN_BUF_SCRATCH = 2,
+    WEFT_PLAN_BUF_NONE = 3
+} weft_plan_buf_t;
+
+typedef enum {
+    WEFT_PLAN_CHAN_NONE = 0,
+    WEFT_PLAN_CHAN_MEMORY = 1,
+    WEFT_PLAN_CHAN_PORT = 2,
+    WEFT_PLAN_CHAN_SWITCH = 3,
+    WEFT_PLAN_CHAN_TYPES = 4
+} weft_plan_chan_t;
+
+/* The 30 ops of MSCCL++'s executor, plus glre (group load-reduce). */
+typedef enum {
+    WEFT_PLAN_OP_NOP,
+    WEFT_PLAN_OP_BARRIER,
+    WEFT_PLAN_OP_PUT,
+    WEFT_PLAN_OP_PWS,
+    WEFT_PLAN_OP_PWSF,
+    WEFT_PLAN_OP_GET,
+    WEFT_PLAN_OP_COPY,
+    WEFT_PLAN_OP_SIGNAL,
+    WEFT_PLAN_OP_WAIT,
+    WEFT_PLAN_OP_FLUSH,
+    WEFT_PLAN_OP_RE,
+    WEFT_PLAN_OP_RES,
+    WEFT_PLAN_OP_RRE,
+    WEFT_PLAN_OP_RRES,
+    WEFT_PLAN_OP_PPKT,
+    WEFT_PLAN_OP_RPPKT,
+    WEFT_PLAN_OP_RESPKT,
+    WEFT_PLAN_OP_CPKT,
+    WEFT_PLAN_OP_UPKT,
+    WEFT_PLAN_OP_REPKT,
+    WEFT_PLAN_OP_RECPKT,
+    WEFT_PLAN_OP_RECSPKT,
+    WEFT_PLAN_OP_GLRES,
+    WEFT_PLAN_OP_GSTORE,
+    WEFT_PLAN_OP_GSTOREPKT,
+    WEFT_PLAN_OP_RLXSIGNAL,
+    WEFT_PLAN_OP_RLXWAIT,
+    WEFT_PLAN_OP_PIPELINE,
+    WEFT_PLAN_OP_SEM_ACQUIRE,
+    WEFT_PLAN_OP_SEM_RELEASE,
+    WEFT_PLAN_OP_GLRE,
+    WEFT_PLAN_OP_COUNT
+} weft_plan_opcode_t;
+
+typedef enum {
+    WEFT_PLAN_REF_LOCAL = 0,  /* {type, index, size} */
+    WEFT_PLAN_REF_REMOTE = 1, /* {buffer_id, index, size} */
+    WEFT_PLAN_REF_SWITCH = 2  /* {switch_channel_id, index, size} */
+} weft_plan_ref_kind_t;
+
+typedef struct {
+    uint8_t kind;  /* weft_plan_ref_kind_t */
+    uint8_t type;  /* weft_plan_buf_t of the buffer reached (resolved) */
+    uint16_t id;   /* remote: buffer_id; switch: switch_channel_id */
+    uint32_t index; /* first chunk */
+    uint32_t size;  /* chunks */
+    uint32_t target; /* remote: index into gpu->rbuf; switch: into gpu->sw */
+} weft_plan_ref_t;
+
+typedef struct {
+    uint8_t code;      /* weft_plan_opcode_t */
+    uint8_t chan_type; /* weft_plan_chan_t */
+    int8_t redop;      /* weft_redop_t, or -1 where the op names none */
+    uint8_t nchan, nsrc, ndst, nsem;
+    uint16_t chan[WEFT_PLAN_MAX_OP_CHANNELS]; /* into tb->chan[chan_type] */
+    uint16_t sem[WEFT_PLAN_MAX_OP_SEMAPHORES]; /* into gpu->sem_init */
+    weft_plan_ref_t src[WEFT_PLAN_MAX_OP_BUFFERS];
+    weft_plan_ref_t dst[WEFT_PLAN_MAX_OP_BUFFERS];
+    uint32_t tbg_id, tbg_size;           /* 0, 1 without tbg_info */
+    uint32_t barrier_id, barrier_blocks; /* barrier */
+    /* pipeline: the next nops ops of the block are its body */
+    uint64_t unit_size;
+    uint32_t pipe_chunks, nops;
+} weft_plan_op_t;
+
+typedef struct {
+    uint32_t nops; /* a pipeline is followed by its body, flattened */
+    weft_plan_op_t *ops;
+    uint32_t nchan[WEFT_PLAN_CHAN_TYPES];
+    uint32_t *chan[WEFT_PLAN_CHAN_TYPES]; /* into gpu->chan[t] (gpu->sw for switch) */
+    uint32_t nrbuf[WEFT_PLAN_CHAN_TYPES];
+    uint32_t *rbuf[WEFT_PLAN_CHAN_TYPES]; /* into gpu->rbuf, by access type */
+} weft_plan_tb_t;
+
+typedef struct {
+    uint8_t type; /* weft_plan_buf_t on every rank of the group */
+    uint32_t nranks;
+    uint32_t *ranks;
+} weft_plan_switch_t;
+
+typedef struct {
+    uint32_t rank;   /* whose buffer */
+    uint8_t type;    /* weft_plan_buf_t */
+    uint8_t access;  /* bit (1 << weft_plan_chan_t) per access_channel_types */
+} weft_plan_rbuf_t;
+
+typedef struct {
+    uint32_t id;
+    uint32_t chunks[3]; /* input, output, scratch */
+    uint32_t nchan[WEFT_PLAN_CHAN_TYPES]; /* memory, port: peers; switch: 0 */
+    uint32_t *chan[WEFT_PLAN_CHAN_TYPES]; /* the peer of each channel */
+    uint32_t nsw;
+    weft_plan_switch_t *sw;
+    uint32_t nrbuf;
+    weft_plan_rbuf_t *rbuf;
+    uint32_t nsem;
+    uint32_t *sem_init;
+    uint32_t ntb;
+    weft_plan_tb_t *tb;
+} weft_plan_gpu_t;
+
+struct weft_executor;
+
+struct weft_plan {
+    char *name;
+    char *collective;
+    int packet;          /* protocol LL */
+    int inplace;
+    int reuse_resources;
+    int double_scratch;
+    uint32_t align;      /* buffer_alignment (bytes), default 16 */
+    uint32_t nthreads;   /* num_threads_per_block, default 1024 */
+    uint64_t min_bytes, max_bytes;
+    uint32_t ngpus;
+    weft_plan_gpu_t *gpus;
+    /* Resources of the communicators that ran it (the executor's; it
+     * sets exec_release, which weft_plan_destroy calls). */
+    struct weft_executor *exec;
+    void (*exec_release)(struct weft_plan *plan);
+};
+
+const char *weft_plan_op_name(weft_plan_opcode_t code);
+
+/*
+ * The chunking rule for one call of the plan on @p rank: both sizes are
+ * multiples of buffer_alignment, cut evenly into that rank's
+ * input_chunks / output_chunks (in units of buffer_alignment), equally
+ * sized chunks where both are declared, and the message (input; output for
+ * allgather) within [min_message_size, max_message_size].
+ * WEFT_ERR_INVALID_ARGUMENT with a message naming the field otherwise;
+ * *chunk receives the bytes of one chunk.
+ */
+weft_status_t weft_plan_check_sizes(const struct weft_plan *plan, int rank, size_t in_bytes, size_t out_bytes,
+                                    size_t *chunk);
+
+#endif

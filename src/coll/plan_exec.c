@@ -1,0 +1,548 @@
+/*
+ * The executor: runs a validated plan (plan.c) on a communicator with the
+ * interpreter kernel (src/kernels/executor.h).
+ *
+ * Resources are built on a communicator's first execution of the plan
+ * (collectively: every rank of the plan executes it) and reused: the
+ * plan's three buffers (input, output, scratch) as registered device
+ * memory, the peers' ones the plan reaches imported over IPC, one
+ * semaphore per memory channel (the k-th channel of rank r to rank p pairs
+ * with the k-th of p to r), the switch channels, the device semaphores and
+ * barrier words, and the op array in device memory. A call copies the
+ * user's input into the plan's input buffer, runs the kernel and copies
+ * the output out, all on the caller's stream; a larger message than the
+ * buffers hold rebuilds them (collectively, since every rank sees it).
+ */
+#include "config.h"
+
+#include "plan.h"
+
+#include "coll.h"
+#include "comm.h"
+#include "mem.h"
+#include "stream.h"
+#include "executor.h"
+#include "kernels.h"
+#include "log.h"
+#include "util.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ALIGN64(x) (((x) + 63) & ~(size_t)63)
+
+struct weft_executor {
+    struct weft_executor *next;  /* the plan's executors */
+    struct weft_executor *gnext; /* every executor (communicator teardown) */
+    struct weft_plan *plan;
+    weft_comm_t *comm;
+    size_t in_cap, out_cap, scr_bytes;
+    size_t in_off;                 /* in place: the input's offset in the output */
+    char *buf[3];
+    void *alloc[3];                /* from weft_mem_alloc, to free */
+    weft_mem_t *mem[3];
+    weft_mem_t **rmem[3];          /* [nranks] imports of the peers' buffers */
+    weft_connection_t **conn;      /* [nranks] */
+    weft_semaphore_t **sema;       /* one per memory channel of this rank */
+    uint32_t nsema_alloc;
+    weft_semaphore_t **extra;      /* unpaired semaphores (the peer has more channels) */
+    uint32_t nextra;
+    weft_switch_channel_t *sc[3];
+    weft_gpu_alloc_t dev;          /* ops, tb_first, rbuf pointers and types, channel handles */
+    weft_gpu_alloc_t sync;         /* device semaphores, barrier words */
+    weft_exec_args_t args;         /* the launch's fixed part */
+    uint32_t nblocks;
+    uint64_t execs;
+};
+
+static pthread_mutex_t exec_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct weft_executor *all_execs;
+
+static void exec_free(struct weft_executor *x)
+{
+    weft_comm_t *comm = x->comm;
+    int n = comm->nranks;
+    const weft_plan_gpu_t *gpu = &x->plan->gpus[comm->rank];
+    for (uint32_t i = 0; x->sema && i < gpu->nchan[WEFT_PLAN_CHAN_MEMORY]; i++)
+        if (x->sema[i]) weft_semaphore_destroy(x->sema[i]);
+    for (uint32_t i = 0; x->extra && i < x->nextra; i++)
+        if (x->extra[i]) weft_semaphore_destroy(x->extra[i]);
+    for (int p = 0; x->conn && p < n; p++)
+        if (x->conn[p]) weft_connection_destroy(x->conn[p]);
+    for (int t = 0; t < 3; t++) {
+        for (int p = 0; x->rmem[t] && p < n; p++)
+            if (x->rmem[t][p]) weft_mem_deregister(x->rmem[t][p]);
+        free(x->rmem[t]);
+        if (x->mem[t]) weft_mem_deregister(x->mem[t]);
+        if (x->alloc[t]) weft_mem_free(comm, x->alloc[t]);
+        if (x->sc[t]) weft_switch_channel_destroy(x->sc[t]);
+    }
+    if (x->dev.ptr) comm->gpu->mem_free(comm->gctx, &x->dev);
+    if (x->sync.ptr) comm->gpu->mem_free(comm->gctx, &x->sync);
+    free(x->conn);
+    free(x->sema);
+    free(x->extra);
+    free(x);
+}
+
+/* Unlinks @p x from the global list (caller holds exec_lock). */
+static void unlink_global(struct weft_executor *x)
+{
+    for (struct weft_executor **pp = &all_execs; *pp; pp = &(*pp)->gnext)
+        if (*pp == x) {
+            *pp = x->gnext;
+            return;
+        }
+}
+
+static void plan_release(struct weft_plan *plan)
+{
+    pthread_mutex_lock(&exec_lock);
+    while (plan->exec) {
+        struct weft_executor *x = plan->exec;
+        plan->exec = x->next;
+        unlink_global(x);
+        exec_free(x);
+    }
+    pthread_mutex_unlock(&exec_lock);
+}
+
+/* weft_comm_on_destroy: what the executor built for @p comm, every plan. */
+static void plan_comm_destroy(weft_comm_t *comm)
+{
+    pthread_mutex_lock(&exec_lock);
+    for (struct weft_executor **pp = &all_execs; *pp;) {
+        struct weft_executor *x = *pp;
+        if (x->comm != comm) {
+            pp = &x->gnext;
+            continue;
+        }
+        *pp = x->gnext;
+        for (struct weft_executor **q = &x->plan->exec; *q; q = &(*q)->next)
+            if (*q == x) {
+                *q = x->next;
+                break;
+            }
+        exec_free(x);
+    }
+    pthread_mutex_unlock(&exec_lock);
+}
+
+static int plan_uses(const struct weft_plan *plan, int (*pred)(const weft_plan_op_t *))
+{
+    for (uint32_t g = 0; g < plan->ngpus; g++)
+        for (uint32_t b = 0; b < plan->gpus[g].ntb; b++)
+            for (uint32_t i = 0; i < plan->gpus[g].tb[b].nops; i++)
+                if (pred(&plan->gpus[g].tb[b].ops[i])) return 1;
+    return 0;
+}
+
+static int is_packet_op(const weft_plan_op_t *o)
+{
+    switch (o->code) {
+    case WEFT_PLAN_OP_PPKT: case WEFT_PLAN_OP_RPPKT: case WEFT_PLAN_OP_RESPKT: case WEFT_PLAN_OP_CPKT:
+    case WEFT_PLAN_OP_UPKT: case WEFT_PLAN_OP_REPKT: case WEFT_PLAN_OP_RECPKT: case WEFT_PLAN_OP_RECSPKT:
+    case WEFT_PLAN_OP_GSTOREPKT:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static int is_port_op(const weft_plan_op_t *o)
+{
+    return o->chan_type == WEFT_PLAN_CHAN_PORT;
+}
+
+static int is_switch_reduce(const weft_plan_op_t *o)
+{
+    return o->code == WEFT_PLAN_OP_GLRES || o->code == WEFT_PLAN_OP_GLRE;
+}
+
+static int is_reducing(const weft_plan_op_t *o)
+{
+    return o->redop >= 0;
+}
+
+/* The storage of buffer type t: in place, the input lives in the output. */
+static int storage(const struct weft_plan *plan, int t)
+{
+    return t == WEFT_PLAN_BUF_INPUT && plan->inplace ? WEFT_PLAN_BUF_OUTPUT : t;
+}
+
+static size_t in_offset(const struct weft_plan *plan, int rank, size_t in_bytes)
+{
+    return plan->inplace && !strcmp(plan->collective, "allgather") ? (size_t)rank * in_bytes : 0;
+}
+
+/* Collective. */
+static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_t in_bytes, size_t out_bytes,
+                                size_t chunk, struct weft_executor **out)
+{
+    struct weft_executor *x = calloc(1, sizeof(*x));
+    const weft_plan_gpu_t *gpu = &plan->gpus[comm->rank];
+    int n = comm->nranks, rank = comm->rank;
+    int remote_t[3] = {0, 0, 0}, sw_t[3] = {0, 0, 0};
+    size_t bytes[3];
+    weft_status_t status = WEFT_ERR_NO_MEMORY;
+    weft_sema_dev_t *mch = NULL;
+    uint32_t nmc = gpu->nchan[WEFT_PLAN_CHAN_MEMORY], nops = 0;
+
+    if (!x) return status;
+    x->plan = plan;
+    x->comm = comm;
+    x->in_cap = in_bytes;
+    x->out_cap = out_bytes;
+    x->in_off = in_offset(plan, rank, in_bytes);
+    x->conn = calloc((size_t)n, sizeof(*x->conn));
+    x->sema = calloc(nmc ? nmc : 1, sizeof(*x->sema));
+    x->extra = calloc((size_t)n * WEFT_PLAN_MAX_CHANNELS, sizeof(*x->extra));
+    if (!x->conn || !x->sema || !x->extra) goto err;
+
+    /* what the whole plan needs, the same decision on every rank */
+    for (uint32_t g = 0; g < plan->ngpus; g++) {
+        for (uint32_t k = 0; k < plan->gpus[g].nrbuf; k++) remote_t[storage(plan, plan->gpus[g].rbuf[k].type)] = 1;
+        for (uint32_t s = 0; s < plan->gpus[g].nsw; s++) sw_t[storage(plan, plan->gpus[g].sw[s].type)] = 1;
+    }
+    x->scr_bytes = (size_t)gpu->chunks[WEFT_PLAN_BUF_SCRATCH] * chunk * (plan_uses(plan, is_packet_op) ? 2 : 1);
+    if (plan->double_scratch) x->scr_bytes *= 2;
+    bytes[WEFT_PLAN_BUF_INPUT] = in_bytes;
+    bytes[WEFT_PLAN_BUF_OUTPUT] = out_bytes;
+    if (plan->inplace && x->in_off + in_bytes > out_bytes) bytes[WEFT_PLAN_BUF_OUTPUT] = x->in_off + in_bytes;
+    bytes[WEFT_PLAN_BUF_SCRATCH] = x->scr_bytes;
+
+    /* buffers: a switch channel's own where one binds the type */
+    for (int t = 0; t < 3; t++) {
+        size_t b = (bytes[t] + 4095) / 4096 * 4096;
+        if (b == 0) b = 4096;
+        if (storage(plan, t) != t) continue;
+        if (sw_t[t]) {
+            void *p;
+            size_t sb;
+            if ((status = weft_switch_channel_create(comm, b, &x->sc[t])) != WEFT_OK ||
+                (status = weft_switch_channel_buffer(x->sc[t], &p, &sb)) != WEFT_OK)
+                goto err;
+            x->buf[t] = p;
+        } else {
+            if ((status = weft_mem_alloc(comm, b, &x->alloc[t])) != WEFT_OK) goto err;
+            x->buf[t] = x->alloc[t];
+        }
+        if (remote_t[t]) {
+            if ((status = weft_mem_register(comm, x->buf[t], b, WEFT_TRANSPORT_IPC, &x->mem[t])) != WEFT_OK) goto err;
+            if (!(x->rmem[t] = calloc((size_t)n, sizeof(weft_mem_t *)))) {
+                status = WEFT_ERR_NO_MEMORY;
+                goto err;
+            }
+            if ((status = weft_mem_exchange(comm, x->mem[t], x->rmem[t])) != WEFT_OK) goto err;
+        }
+    }
+    if (plan->inplace) x->buf[WEFT_PLAN_BUF_INPUT] = x->buf[WEFT_PLAN_BUF_OUTPUT] + x->in_off;
+
+    /* memory channels: pairwise, peers in ascending order on every rank */
+    mch = calloc(nmc ? nmc : 1, sizeof(*mch));
+    if (!mch) {
+        status = WEFT_ERR_NO_MEMORY;
+        goto err;
+    }
+    for (int p = 0; p < n; p++) {
+        uint32_t mine = 0, theirs = 0, k = 0;
+        if (p == rank) continue;
+        for (uint32_t c = 0; c < nmc; c++) mine += gpu->chan[WEFT_PLAN_CHAN_MEMORY][c] == (uint32_t)p;
+        for (uint32_t c = 0; c < plan->gpus[p].nchan[WEFT_PLAN_CHAN_MEMORY]; c++)
+            theirs += plan->gpus[p].chan[WEFT_PLAN_CHAN_MEMORY][c] == (uint32_t)rank;
+        if (!mine && !theirs) continue;
+        if (weft_comm_peer_transport(comm, p) != WEFT_TRANSPORT_IPC) {
+            weft_error(WEFT_SUB_COLL, "plan %s: rank %d: a memory channel to rank %d needs both on one host",
+                       plan->name, rank, p);
+            status = WEFT_ERR_UNSUPPORTED;
+            goto err;
+        }
+        if ((status = weft_connection_create(comm, p, WEFT_TRANSPORT_IPC, &x->conn[p])) != WEFT_OK) goto err;
+        for (uint32_t c = 0; c < nmc; c++) {
+            if (gpu->chan[WEFT_PLAN_CHAN_MEMORY][c] != (uint32_t)p) continue;
+            if ((status = weft_semaphore_create(x->conn[p], &x->sema[c])) != WEFT_OK ||
+                (status = weft_semaphore_device_handle(x->sema[c], &mch[c])) != WEFT_OK)
+                goto err;
+            k++;
+        }
+        for (; k < theirs; k++)
+            if ((status = weft_semaphore_create(x->conn[p], &x->extra[x->nextra++])) != WEFT_OK) goto err;
+    }
+
+    /* the device tables */
+    {
+        uint32_t nb = gpu->ntb, nr = gpu->nrbuf;
+        size_t o_ops, o_first, o_rptr, o_rtype, o_mc, o_sw, total;
+        char *host;
+        weft_switch_channel_dev_t sw[3];
+        for (uint32_t b = 0; b < nb; b++) nops += gpu->tb[b].nops;
+        o_ops = 0;
+        o_first = ALIGN64(o_ops + (size_t)nops * sizeof(weft_xop_t));
+        o_rptr = ALIGN64(o_first + (size_t)(nb + 1) * sizeof(uint32_t));
+        o_rtype = ALIGN64(o_rptr + (size_t)nr * sizeof(char *));
+        o_mc = ALIGN64(o_rtype + nr);
+        o_sw = ALIGN64(o_mc + (size_t)nmc * sizeof(weft_sema_dev_t));
+        total = o_sw + sizeof(sw);
+        host = calloc(1, total);
+        if (!host) {
+            status = WEFT_ERR_NO_MEMORY;
+            goto err;
+        }
+        memset(sw, 0, sizeof(sw));
+        for (int t = 0; t < 3; t++) {
+            int st = storage(plan, t);
+            if (!x->sc[st]) continue;
+            weft_switch_channel_device_handle(x->sc[st], &sw[t]);
+            if (t != st) { /* the input inside the output */
+                sw[t].local += x->in_off;
+                sw[t].mc += x->in_off;
+            }
+        }
+        {
+            weft_xop_t *xo = (weft_xop_t *)(host + o_ops);
+            uint32_t *first = (uint32_t *)(host + o_first), at = 0;
+            char **rptr = (char **)(host + o_rptr);
+            uint8_t *rtype = (uint8_t *)(host + o_rtype);
+            for (uint32_t b = 0; b < nb; b++) {
+                const weft_plan_tb_t *tb = &gpu->tb[b];
+                first[b] = at;
+                for (uint32_t i = 0; i < tb->nops; i++, at++) {
+                    const weft_plan_op_t *o = &tb->ops[i];
+                    weft_xop_t *d = &xo[at];
+                    d->code = o->code;
+                    d->chan_type = o->chan_type;
+                    d->nsrc = o->nsrc;
+                    d->ndst = o->ndst;
+                    d->nchan = o->chan_type == WEFT_PLAN_CHAN_MEMORY ? o->nchan : 0;
+                    for (uint32_t c = 0; c < d->nchan; c++) d->chan[c] = (uint16_t)tb->chan[WEFT_PLAN_CHAN_MEMORY][o->chan[c]];
+                    d->nsem = o->nsem;
+                    memcpy(d->sem, o->sem, sizeof(d->sem));
+                    for (int side = 0; side < 2; side++) {
+                        const weft_plan_ref_t *r = side ? o->dst : o->src;
+                        weft_xref_t *xr = side ? d->dst : d->src;
+                        uint32_t cnt = side ? o->ndst : o->nsrc;
+                        for (uint32_t k = 0; k < cnt; k++) {
+                            xr[k].type = r[k].type;
+                            xr[k].index = r[k].index;
+                            xr[k].size = r[k].size;
+                            xr[k].where = r[k].kind == WEFT_PLAN_REF_REMOTE   ? WEFT_XREF_REMOTE
+                                          : r[k].kind == WEFT_PLAN_REF_SWITCH ? WEFT_XREF_SWITCH
+                                                                              : r[k].type;
+                            xr[k].slot = (uint16_t)r[k].target;
+                        }
+                    }
+                    d->tbg_id = o->tbg_id;
+                    d->tbg_size = o->tbg_size;
+                    d->barrier_id = o->barrier_id;
+                    d->barrier_blocks = o->barrier_blocks;
+                    d->pipe_chunks = o->pipe_chunks;
+                    d->nops = o->nops;
+                    d->unit_size = o->unit_size;
+                }
+            }
+            first[nb] = at;
+            for (uint32_t k = 0; k < nr; k++) {
+                const weft_plan_rbuf_t *rb = &gpu->rbuf[k];
+                int st = storage(plan, rb->type);
+                size_t off = rb->type == WEFT_PLAN_BUF_INPUT ? in_offset(plan, (int)rb->rank, in_bytes) : 0;
+                void *p = NULL;
+                if ((int)rb->rank == rank) p = x->buf[st];
+                else if ((status = weft_mem_ptr(x->rmem[st][rb->rank], &p)) != WEFT_OK) {
+                    free(host);
+                    goto err;
+                }
+                rptr[k] = (char *)p + off;
+                rtype[k] = rb->type;
+            }
+            memcpy(host + o_mc, mch, (size_t)nmc * sizeof(weft_sema_dev_t));
+            memcpy(host + o_sw, sw, sizeof(sw));
+        }
+        if ((status = comm->gpu->mem_alloc(comm->gctx, total, 0, &x->dev)) != WEFT_OK ||
+            (status = weft_comm_to_device(comm, x->dev.ptr, host, total)) != WEFT_OK) {
+            free(host);
+            goto err;
+        }
+        free(host);
+        {
+            char *d = x->dev.ptr;
+            x->args.ops = (const weft_xop_t *)(d + o_ops);
+            x->args.tb_first = (const uint32_t *)(d + o_first);
+            x->args.rbuf = (char *const *)(d + o_rptr);
+            x->args.rbuf_type = (const uint8_t *)(d + o_rtype);
+            x->args.mc = (weft_sema_dev_t *)(d + o_mc);
+            x->args.sw = (const weft_switch_channel_dev_t *)(d + o_sw);
+        }
+    }
+    {
+        size_t words = gpu->nsem + 2 * WEFT_X_BARRIERS;
+        uint64_t init[WEFT_PLAN_MAX_SEMAPHORES + 2 * WEFT_X_BARRIERS];
+        memset(init, 0, sizeof(init));
+        for (uint32_t s = 0; s < gpu->nsem; s++) init[s] = gpu->sem_init[s];
+        if ((status = comm->gpu->mem_alloc(comm->gctx, words * sizeof(uint64_t), WEFT_GPU_MEM_SYNC, &x->sync)) !=
+                WEFT_OK ||
+            (status = weft_comm_to_device(comm, x->sync.ptr, init, words * sizeof(uint64_t))) != WEFT_OK)
+            goto err;
+        x->args.dsem = (uint64_t *)x->sync.ptr;
+        x->args.bar = (uint64_t *)x->sync.ptr + gpu->nsem;
+    }
+    for (int t = 0; t < 3; t++) x->args.buf[t] = x->buf[t];
+    x->args.ctl = comm->ctl_dev;
+    x->args.align = plan->align;
+    x->args.rank = rank;
+    x->args.nranks = n;
+    x->args.sw_emulated = strcmp(comm->gpu->name, "host") == 0;
+    x->nblocks = gpu->ntb;
+    free(mch);
+    *out = x;
+    return WEFT_OK;
+
+err:
+    weft_error(WEFT_SUB_COLL, "rank %d: setting up plan %s failed: %s", rank, plan->name, weft_status_string(status));
+    free(mch);
+    exec_free(x);
+    return status;
+}
+
+static void exec_release_cb(struct weft_plan *plan)
+{
+    plan_release(plan);
+}
+
+weft_status_t weft_execute(weft_comm_t *comm, weft_plan_t *plan, const void *sendbuf, void *recvbuf,
+                           size_t send_bytes, size_t recv_bytes, weft_dtype_t dtype, weft_redop_t op,
+                           weft_stream_t *stream)
+{
+    struct weft_executor *x;
+    weft_status_t status;
+    size_t chunk = 0;
+    weft_exec_args_t a;
+    weft_gpu_launch_t l;
+    int reduces;
+
+    if (!comm || !plan || !stream || stream->comm != comm || (unsigned)dtype >= WEFT_DTYPE_COUNT ||
+        (unsigned)op >= WEFT_REDOP_COUNT || (send_bytes && !sendbuf) || (recv_bytes && !recvbuf)) {
+        weft_error(WEFT_SUB_COLL, "weft_execute: invalid arguments");
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    if ((int)plan->ngpus != comm->nranks) {
+        weft_error(WEFT_SUB_COLL, "plan %s is for %u ranks, the communicator has %d", plan->name, plan->ngpus,
+                   comm->nranks);
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    if ((status = weft_plan_check_sizes(plan, comm->rank, send_bytes, recv_bytes, &chunk)) != WEFT_OK) return status;
+    if (send_bytes % weft_dtype_size(dtype) || recv_bytes % weft_dtype_size(dtype)) {
+        weft_error(WEFT_SUB_COLL, "plan %s: %zu and %zu bytes are not whole %zu-byte elements", plan->name,
+                   send_bytes, recv_bytes, weft_dtype_size(dtype));
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    reduces = plan_uses(plan, is_reducing);
+    if (reduces) {
+        const weft_plan_gpu_t *gpu = &plan->gpus[comm->rank];
+        for (uint32_t b = 0; b < gpu->ntb; b++)
+            for (uint32_t i = 0; i < gpu->tb[b].nops; i++) {
+                int r = gpu->tb[b].ops[i].redop;
+                if (r > WEFT_SUM && r != (int)op && !(r == WEFT_AVG && op == WEFT_SUM)) {
+                    weft_error(WEFT_SUB_COLL,
+                               "plan %s: gpus[%d].threadblocks[%u].ops[%u].reduce_op asks another operation than "
+                               "the call's",
+                               plan->name, comm->rank, b, i);
+                    return WEFT_ERR_INVALID_ARGUMENT;
+                }
+            }
+        if (op == WEFT_AVG && strcmp(plan->collective, "allreduce")) {
+            weft_error(WEFT_SUB_COLL, "plan %s: avg is run for allreduce plans only", plan->name);
+            return WEFT_ERR_UNSUPPORTED;
+        }
+    }
+    if (plan_uses(plan, is_port_op)) {
+        weft_error(WEFT_SUB_COLL, "plan %s: port-channel ops are not run by the executor yet", plan->name);
+        return WEFT_ERR_UNSUPPORTED;
+    }
+    for (uint32_t g = 0; g < plan->ngpus; g++)
+        for (uint32_t s = 0; s < plan->gpus[g].nsw; s++) {
+            int seen[3] = {0, 0, 0};
+            if (!(comm->caps & WEFT_CAP_MULTICAST)) {
+                weft_error(WEFT_SUB_COLL, "plan %s needs multicast (switch channels), which backend %s lacks",
+                           plan->name, comm->gpu->name);
+                return WEFT_ERR_UNSUPPORTED;
+            }
+            if (plan->gpus[g].sw[s].nranks != plan->ngpus) {
+                weft_error(WEFT_SUB_COLL, "plan %s: gpus[%u].channels: switch channels over some ranks only are "
+                           "not run yet", plan->name, g);
+                return WEFT_ERR_UNSUPPORTED;
+            }
+            for (uint32_t q = 0; q <= s; q++) {
+                int st = storage(plan, plan->gpus[g].sw[q].type);
+                if (seen[st]++) {
+                    weft_error(WEFT_SUB_COLL, "plan %s: gpus[%u]: two switch channels over one buffer are not run yet",
+                               plan->name, g);
+                    return WEFT_ERR_UNSUPPORTED;
+                }
+            }
+        }
+    if (strcmp(comm->gpu->name, "host") && plan_uses(plan, is_switch_reduce) &&
+        !weft_sc_reduces(dtype, op == WEFT_AVG ? WEFT_SUM : op)) {
+        weft_error(WEFT_SUB_COLL, "plan %s: the switch reduces only sums of f32, f16 and bf16", plan->name);
+        return WEFT_ERR_UNSUPPORTED;
+    }
+    if (weft_stream_is_capturing(stream)) {
+        weft_error(WEFT_SUB_COLL, "plan %s: execution under graph capture is not supported yet", plan->name);
+        return WEFT_ERR_UNSUPPORTED;
+    }
+    pthread_mutex_lock(&exec_lock);
+    for (x = plan->exec; x && x->comm != comm; x = x->next)
+        ;
+    pthread_mutex_unlock(&exec_lock);
+    if (x && (send_bytes > x->in_cap || recv_bytes > x->out_cap ||
+              in_offset(plan, comm->rank, send_bytes) != x->in_off)) {
+        /* larger than the buffers: every rank rebuilds, once its earlier
+         * executions are done (outside the communicator's lock, which the
+         * synchronization takes) */
+        if ((status = weft_stream_synchronize(stream)) != WEFT_OK) return status;
+        pthread_mutex_lock(&exec_lock);
+        for (struct weft_executor **q = &plan->exec; *q; q = &(*q)->next)
+            if (*q == x) {
+                *q = x->next;
+                break;
+            }
+        unlink_global(x);
+        pthread_mutex_unlock(&exec_lock);
+        exec_free(x);
+        x = NULL;
+    }
+    if (__atomic_load_n(&comm->aborted, __ATOMIC_ACQUIRE)) return WEFT_ERR_ABORTED;
+    if (!x) {
+        if ((status = weft_comm_on_destroy(comm, plan_comm_destroy)) != WEFT_OK) return status;
+        if ((status = exec_setup(comm, plan, send_bytes, recv_bytes, chunk, &x)) != WEFT_OK) {
+            return status;
+        }
+        pthread_mutex_lock(&exec_lock);
+        x->next = plan->exec;
+        plan->exec = x;
+        x->gnext = all_execs;
+        all_execs = x;
+        plan->exec_release = exec_release_cb;
+        pthread_mutex_unlock(&exec_lock);
+    }
+
+    a = x->args;
+    a.chunk = chunk;
+    a.dtype = (uint32_t)dtype;
+    a.op = (uint32_t)(op == WEFT_AVG ? WEFT_SUM : op);
+    /* avg: sums, divided once every block is done (executor.h) */
+    a.flag = (uint32_t)(x->execs % 0xffffffffu) + 1;
+    a.scr_off = plan->double_scratch ? (size_t)(x->execs & 1) * (x->scr_bytes / 2) : 0;
+    a.scale_bytes = op == WEFT_AVG && reduces ? recv_bytes : 0;
+    weft_kernel_launch_init(&l, WEFT_KERNEL_exec_plan, x->nblocks, plan->nthreads, &a, sizeof(a));
+    status = WEFT_OK;
+    if (send_bytes)
+        status = comm->gpu->memcpy_async(comm->gctx, x->buf[WEFT_PLAN_BUF_INPUT], sendbuf, send_bytes, stream->s);
+    if (status == WEFT_OK && x->nblocks)
+        status = comm->gpu->launch(comm->gctx, &l, stream->s);
+    if (status == WEFT_OK && recv_bytes)
+        status = comm->gpu->memcpy_async(comm->gctx, recvbuf, x->buf[WEFT_PLAN_BUF_OUTPUT], recv_bytes, stream->s);
+    if (status == WEFT_OK)
+        x->execs++;
+    return status;
+}

@@ -1,0 +1,496 @@
+/*
+ * The plan interpreter: one kernel body runs a rank's part of an
+ * execution plan (src/coll/plan.h), each thread block the op list of its
+ * plan thread block. The host translates the validated plan into the
+ * compact op array below once (src/coll/plan_exec.c); sizes arrive with
+ * each launch, so one op array serves every message size.
+ *
+ * Op meanings follow MSCCL++'s executor: chunk i of a buffer starts at
+ * i * chunk bytes; packet ops (ppkt, rppkt, respkt, repkt, recpkt,
+ * recspkt, cpkt, upkt, gstorepkt) keep their packet side at twice the
+ * data offset, 8 data bytes per 16 packet bytes;
+ * a thread-block group (tbg_info) splits each buffer range evenly, in
+ * buffer_alignment units, among its blocks; a pipeline runs its body over
+ * unit_size slices. Unlike MSCCL++, reductions use the call's operation
+ * (sum, prod, min, max; avg is a sum scaled at the end) in every type.
+ */
+#ifndef WEFT_KERNELS_EXECUTOR_H
+#define WEFT_KERNELS_EXECUTOR_H
+
+#include "weft/device.h"
+#include "weft/dtype.h"
+#include "weft/switch.h"
+
+#if !WEFT_ON_GPU
+#include <string.h>
+#endif
+
+/* What an op reference points at. */
+#define WEFT_XREF_INPUT 0u
+#define WEFT_XREF_OUTPUT 1u
+#define WEFT_XREF_SCRATCH 2u
+#define WEFT_XREF_REMOTE 3u /* slot: the rank's remote buffer */
+#define WEFT_XREF_SWITCH 4u /* type: the buffer type the switch channel binds */
+
+#define WEFT_X_MAX_CHANNELS 8
+#define WEFT_X_MAX_BUFFERS 10
+#define WEFT_X_MAX_SEMS 16
+#define WEFT_X_BARRIERS 17 /* the plan's 16, and one for the avg epilogue */
+
+typedef struct {
+    uint8_t where; /* WEFT_XREF_* */
+    uint8_t type;  /* buffer type (input 0, output 1, scratch 2) of what it reaches */
+    uint16_t slot; /* remote: index into a->rbuf */
+    uint32_t index, size; /* chunks */
+} weft_xref_t;
+
+/* Opcodes as in src/coll/plan.h (weft_plan_opcode_t). */
+typedef struct {
+    uint8_t code, chan_type, nsrc, ndst, nchan, nsem;
+    uint16_t chan[WEFT_X_MAX_CHANNELS]; /* into a->mc (memory) */
+    uint16_t sem[WEFT_X_MAX_SEMS];
+    weft_xref_t src[WEFT_X_MAX_BUFFERS], dst[WEFT_X_MAX_BUFFERS];
+    uint32_t tbg_id, tbg_size, barrier_id, barrier_blocks;
+    uint32_t pipe_chunks, nops;
+    uint64_t unit_size;
+} weft_xop_t;
+
+typedef struct {
+    const weft_xop_t *ops;     /* every block's ops, block b's from tb_first[b] */
+    const uint32_t *tb_first;  /* [nblocks + 1] */
+    char *buf[3];              /* this rank's input, output, scratch */
+    char *const *rbuf;         /* remote buffers, mapped here */
+    const uint8_t *rbuf_type;  /* their buffer types */
+    weft_sema_dev_t *mc;       /* memory channels' semaphores */
+    const weft_switch_channel_dev_t *sw; /* [3]: the switch channel binding each buffer type */
+    uint64_t *dsem;            /* device semaphores */
+    uint64_t *bar;             /* [WEFT_X_BARRIERS * 2]: arrivals, generation */
+    weft_dev_ctl_t *ctl;
+    uint64_t chunk;            /* bytes of one chunk */
+    uint64_t scr_off;          /* the scratch half of this execution (double scratch) */
+    uint64_t scale_bytes;      /* avg: the output bytes to divide by nranks at the end */
+    uint32_t align, flag, dtype, op;
+    int32_t rank, nranks;
+    uint32_t sw_emulated;      /* the switch channels are the host backend's emulation */
+} weft_exec_args_t;
+
+/* Opcodes (must match weft_plan_opcode_t). */
+enum {
+    WEFT_XOP_NOP, WEFT_XOP_BARRIER, WEFT_XOP_PUT, WEFT_XOP_PWS, WEFT_XOP_PWSF, WEFT_XOP_GET, WEFT_XOP_COPY,
+    WEFT_XOP_SIGNAL, WEFT_XOP_WAIT, WEFT_XOP_FLUSH, WEFT_XOP_RE, WEFT_XOP_RES, WEFT_XOP_RRE, WEFT_XOP_RRES,
+    WEFT_XOP_PPKT, WEFT_XOP_RPPKT, WEFT_XOP_RESPKT, WEFT_XOP_CPKT, WEFT_XOP_UPKT, WEFT_XOP_REPKT, WEFT_XOP_RECPKT,
+    WEFT_XOP_RECSPKT, WEFT_XOP_GLRES, WEFT_XOP_GSTORE, WEFT_XOP_GSTOREPKT, WEFT_XOP_RLXSIGNAL, WEFT_XOP_RLXWAIT,
+    WEFT_XOP_PIPELINE, WEFT_XOP_SEM_ACQUIRE, WEFT_XOP_SEM_RELEASE, WEFT_XOP_GLRE
+};
+
+/* A resolved range: where it starts and how many data bytes. */
+typedef struct {
+    char *p;
+    uint64_t bytes;
+} weft_xrange_t;
+
+/* Slice @p tb of @p n of a range of @p bytes, in units of @p align. */
+WEFT_DEVICE uint64_t weft_x_slice_off(uint64_t bytes, uint32_t tb, uint32_t n, uint32_t align)
+{
+    uint64_t units = bytes / align, base = units / n, rem = units % n;
+    return ((uint64_t)tb * base + (tb < rem ? tb : rem)) * align;
+}
+
+/* The range of @p r for op @p o in pipeline step @p it (unit bytes @p unit, 0: whole);
+ * @p pkt: the packet side (twice the data offset). */
+WEFT_DEVICE weft_xrange_t weft_x_range(const weft_exec_args_t *a, const weft_xop_t *o, const weft_xref_t *r,
+                                       int pkt, uint64_t off_in, uint64_t unit)
+{
+    weft_xrange_t x;
+    char *base;
+    uint64_t off = (uint64_t)r->index * a->chunk, bytes = (uint64_t)r->size * a->chunk;
+    uint64_t lo = weft_x_slice_off(bytes, o->tbg_id, o->tbg_size, a->align);
+    uint64_t hi = weft_x_slice_off(bytes, o->tbg_id + 1, o->tbg_size, a->align);
+    off += lo;
+    bytes = hi - lo;
+    if (unit) {
+        bytes = off_in >= bytes ? 0 : (bytes - off_in < unit ? bytes - off_in : unit);
+        off += off_in;
+    }
+    if (r->where == WEFT_XREF_REMOTE)
+        base = a->rbuf[r->slot];
+    else if (r->where == WEFT_XREF_SWITCH)
+        base = a->sw[r->type].local;
+    else
+        base = a->buf[r->where];
+    if (r->type == WEFT_XREF_SCRATCH && r->where != WEFT_XREF_SWITCH)
+        base += a->scr_off;
+    x.p = base + (pkt ? 2 * off : off);
+    x.bytes = bytes;
+    return x;
+}
+
+/* Reduces the 8 bytes @p v into @p acc element by element. */
+WEFT_DEVICE uint64_t weft_x_reduce8(const weft_exec_args_t *a, uint64_t acc, uint64_t v)
+{
+    weft_dtype_t t = (weft_dtype_t)a->dtype;
+    size_t es = weft_dtype_size(t);
+    unsigned char *pa = (unsigned char *)&acc, *pv = (unsigned char *)&v;
+    for (size_t i = 0; i + es <= 8; i += es)
+        weft_reduce_elem(t, (weft_redop_t)a->op, pa + i, pv + i);
+    return acc;
+}
+
+WEFT_DEVICE uint64_t weft_x_ld8(const char *p)
+{
+    uint64_t v;
+#if WEFT_ON_GPU
+    v = *(const volatile uint64_t *)p;
+#else
+    memcpy(&v, p, 8);
+#endif
+    return v;
+}
+
+WEFT_DEVICE void weft_x_st8(char *p, uint64_t v)
+{
+#if WEFT_ON_GPU
+    *(volatile uint64_t *)p = v;
+#else
+    memcpy(p, &v, 8);
+#endif
+}
+
+/*
+ * Packets: data bytes [8i, 8i + 8) of a packet range at @p p, as one LL16
+ * packet {data0, flag0, data1, flag1} written in two flagged 8-byte
+ * halves (weft_ll16_put's layout), which is byte for byte two LL8 packets:
+ * a reader checks both flags, so either protocol reads it.
+ */
+WEFT_DEVICE void weft_x_pkt_put8(const weft_exec_args_t *a, char *p, uint64_t i, uint64_t v)
+{
+    uint64_t *w = (uint64_t *)p + 2 * i;
+    /* relaxed: the flag inside each half is the signal */
+    weft_store_relaxed_u64(&w[0], weft_ll_half((uint32_t)v, a->flag));
+    weft_store_relaxed_u64(&w[1], weft_ll_half((uint32_t)(v >> 32), a->flag));
+}
+
+/* Waits for the packet(s) of data bytes [8i, 8i + 8) at @p p; 1 on give-up. */
+WEFT_DEVICE int weft_x_pkt_get8(const weft_exec_args_t *a, char *p, uint64_t i, uint64_t *out)
+{
+    uint64_t *w = (uint64_t *)p + 2 * i, lo, hi, start = 0;
+    unsigned spins = 0;
+    for (;;) {
+        lo = weft_load_relaxed_u64(&w[0]);
+        hi = weft_load_relaxed_u64(&w[1]);
+        if ((uint32_t)(lo >> 32) == a->flag && (uint32_t)(hi >> 32) == a->flag)
+            break;
+        if (spins++ == 0)
+            start = weft_clock_ns();
+        else if ((spins & 63) == 0 && weft_dev_give_up(a->ctl, start, -1, WEFT_DEV_OP_PACKET_WAIT))
+            return 1;
+        weft_spin_pause(spins);
+    }
+    *out = (uint64_t)(uint32_t)lo | (uint64_t)(uint32_t)hi << 32;
+    return 0;
+}
+
+/* Block-wide barrier of @p n blocks on slot @p id (generation counter). */
+WEFT_DEVICE int weft_x_barrier(const weft_kctx_t *k, const weft_exec_args_t *a, uint32_t id, uint32_t n)
+{
+    int bad = 0;
+    weft_block_sync(k);
+    if (k->thread == 0 && n > 1) {
+        uint64_t *cnt = &a->bar[2 * id], *gen = &a->bar[2 * id + 1];
+        uint64_t g = weft_load_acquire_u64(gen), start = 0;
+        unsigned spins = 0;
+        weft_fence_system();
+        if (weft_fetch_add_relaxed_u64(cnt, 1) == n - 1) {
+            weft_store_relaxed_u64(cnt, 0);
+            weft_fence_system();
+            weft_store_release_u64(gen, g + 1); /* pairs with the acquire below */
+        } else {
+            while (weft_load_acquire_u64(gen) == g) {
+                if (spins++ == 0)
+                    start = weft_clock_ns();
+                else if ((spins & 63) == 0 && weft_dev_give_up(a->ctl, start, a->rank, WEFT_DEV_OP_SEMA_WAIT)) {
+                    bad = 1;
+                    break;
+                }
+                weft_spin_pause(spins);
+            }
+        }
+        weft_fence_system();
+    }
+    return weft_block_sync_or(k, bad);
+}
+
+/* Switch-channel reduce of 16 bytes at @p off of every rank's @p c buffer. */
+WEFT_DEVICE void weft_x_sw_reduce16(const weft_exec_args_t *a, const weft_switch_channel_dev_t *c, uint64_t off,
+                                    uint64_t v[2])
+{
+#if WEFT_ON_GPU
+    weft_vec16_t r = weft_sc_reduce16(c, off, (weft_dtype_t)a->dtype);
+    v[0] = (uint64_t)r.w[0] | (uint64_t)r.w[1] << 32;
+    v[1] = (uint64_t)r.w[2] | (uint64_t)r.w[3] << 32;
+#else
+    /* the emulated multicast: every rank's buffer, in rank order */
+    memcpy(v, c->mc + off, 16);
+    for (int32_t p = 1; p < c->nranks; p++) {
+        uint64_t x[2];
+        memcpy(x, c->mc + (uint64_t)p * c->stride + off, 16);
+        v[0] = weft_x_reduce8(a, v[0], x[0]);
+        v[1] = weft_x_reduce8(a, v[1], x[1]);
+    }
+#endif
+}
+
+WEFT_DEVICE void weft_x_sw_store16(const weft_switch_channel_dev_t *c, uint64_t off, const uint64_t v[2])
+{
+    weft_vec16_t w;
+    w.w[0] = (uint32_t)v[0];
+    w.w[1] = (uint32_t)(v[0] >> 32);
+    w.w[2] = (uint32_t)v[1];
+    w.w[3] = (uint32_t)(v[1] >> 32);
+    weft_sc_store16(c, off, w);
+}
+
+/* One data op (not pipeline); @p it/@p unit: the pipeline slice (unit 0: whole). 1 on give-up. */
+WEFT_DEVICE int weft_x_run_op(const weft_kctx_t *k, const weft_exec_args_t *a, const weft_xop_t *o, uint64_t it,
+                              uint64_t unit)
+{
+    size_t tid = k->thread, nt = k->nthreads;
+    int bad = 0;
+    switch (o->code) {
+    case WEFT_XOP_NOP:
+        weft_block_sync(k);
+        return 0;
+    case WEFT_XOP_BARRIER:
+        return weft_x_barrier(k, a, o->barrier_id, o->barrier_blocks);
+    case WEFT_XOP_SIGNAL:
+    case WEFT_XOP_RLXSIGNAL:
+        weft_block_sync(k); /* the block's writes before the signal */
+        for (size_t i = tid; i < o->nchan; i += nt) {
+            if (o->code == WEFT_XOP_SIGNAL)
+                weft_sema_signal(&a->mc[o->chan[i]]);
+            else
+                weft_sema_relaxed_signal(&a->mc[o->chan[i]]);
+        }
+        return 0;
+    case WEFT_XOP_WAIT:
+    case WEFT_XOP_RLXWAIT:
+        for (size_t i = tid; i < o->nchan; i += nt)
+            bad |= o->code == WEFT_XOP_WAIT ? weft_sema_wait(&a->mc[o->chan[i]])
+                                            : weft_sema_relaxed_wait(&a->mc[o->chan[i]]);
+        return weft_block_sync_or(k, bad);
+    case WEFT_XOP_SEM_RELEASE:
+        weft_block_sync(k);
+        for (size_t i = tid; i < o->nsem; i += nt)
+            weft_fetch_add_release_u64(&a->dsem[o->sem[i]], 1);
+        return 0;
+    case WEFT_XOP_SEM_ACQUIRE:
+        for (size_t i = tid; i < o->nsem; i += nt) {
+            uint64_t *s = &a->dsem[o->sem[i]], v, start = 0;
+            unsigned spins = 0;
+            for (;;) {
+                v = weft_load_acquire_u64(s);
+                if (v > 0 && weft_cas_u64(s, v, v - 1))
+                    break;
+                if (spins++ == 0)
+                    start = weft_clock_ns();
+                else if ((spins & 63) == 0 && weft_dev_give_up(a->ctl, start, a->rank, WEFT_DEV_OP_SEMA_WAIT)) {
+                    bad = 1;
+                    break;
+                }
+                weft_spin_pause(spins);
+            }
+        }
+        return weft_block_sync_or(k, bad);
+    case WEFT_XOP_PUT:
+    case WEFT_XOP_PWS:
+    case WEFT_XOP_PWSF:
+    case WEFT_XOP_GET:
+    case WEFT_XOP_COPY: {
+        /* put: src[0] to each dst; get and copy: src[i] to dst[i] */
+        for (uint32_t i = 0; i < o->ndst; i++) {
+            const weft_xref_t *s = o->code == WEFT_XOP_PUT || o->code == WEFT_XOP_PWS || o->code == WEFT_XOP_PWSF
+                                       ? &o->src[i < o->nsrc ? i : 0u]
+                                       : &o->src[i < o->nsrc ? i : (uint32_t)o->nsrc - 1u];
+            weft_xrange_t d = weft_x_range(a, o, &o->dst[i], 0, it, unit);
+            weft_xrange_t r = weft_x_range(a, o, s, 0, it, unit);
+            weft_copy(d.p, r.p, d.bytes < r.bytes ? d.bytes : r.bytes, tid, nt);
+        }
+        if (o->code == WEFT_XOP_PWS || o->code == WEFT_XOP_PWSF) {
+            weft_block_sync(k);
+            for (size_t i = tid; i < o->nchan; i += nt)
+                weft_sema_signal(&a->mc[o->chan[i]]);
+        }
+        return 0;
+    }
+    case WEFT_XOP_RE:
+    case WEFT_XOP_RES:
+    case WEFT_XOP_RRE:
+    case WEFT_XOP_RRES: {
+        /* dst[0] = src[0] op src[1..]; res, rres: also to dst[1..] */
+        weft_xrange_t s0 = weft_x_range(a, o, &o->src[0], 0, it, unit);
+        weft_xrange_t d0 = weft_x_range(a, o, &o->dst[0], 0, it, unit);
+        int send = o->code == WEFT_XOP_RES || o->code == WEFT_XOP_RRES;
+        for (uint64_t u = tid; u < s0.bytes / 8; u += nt) {
+            uint64_t acc = weft_x_ld8(s0.p + 8 * u);
+            for (uint32_t i = 1; i < o->nsrc; i++)
+                acc = weft_x_reduce8(a, acc, weft_x_ld8(weft_x_range(a, o, &o->src[i], 0, it, unit).p + 8 * u));
+            weft_x_st8(d0.p + 8 * u, acc);
+            for (uint32_t i = 1; send && i < o->ndst; i++)
+                weft_x_st8(weft_x_range(a, o, &o->dst[i], 0, it, unit).p + 8 * u, acc);
+        }
+        return 0;
+    }
+    case WEFT_XOP_PPKT: {
+        weft_xrange_t s = weft_x_range(a, o, &o->src[0], 0, 0, 0);
+        for (uint32_t i = 0; i < o->ndst; i++) {
+            weft_xrange_t d = weft_x_range(a, o, &o->dst[i], 1, 0, 0);
+            weft_xrange_t si = weft_x_range(a, o, &o->src[i < o->nsrc ? i : 0u], 0, 0, 0);
+            (void)s;
+            for (uint64_t u = tid; u < si.bytes / 8; u += nt)
+                weft_x_pkt_put8(a, d.p, u, weft_x_ld8(si.p + 8 * u));
+        }
+        return 0;
+    }
+    case WEFT_XOP_CPKT: {
+        weft_xrange_t s = weft_x_range(a, o, &o->src[0], 0, 0, 0);
+        weft_xrange_t d = weft_x_range(a, o, &o->dst[0], 1, 0, 0);
+        for (uint64_t u = tid; u < s.bytes / 8; u += nt)
+            weft_x_pkt_put8(a, d.p, u, weft_x_ld8(s.p + 8 * u));
+        return 0;
+    }
+    case WEFT_XOP_RPPKT: {
+        weft_xrange_t s = weft_x_range(a, o, &o->src[0], 1, 0, 0);
+        for (uint64_t u = tid; u < s.bytes / 8 && !bad; u += nt) {
+            uint64_t v;
+            if ((bad = weft_x_pkt_get8(a, s.p, u, &v)) != 0)
+                break;
+            for (uint32_t i = 0; i < o->ndst; i++)
+                weft_x_pkt_put8(a, weft_x_range(a, o, &o->dst[i], 1, 0, 0).p, u, v);
+        }
+        return weft_block_sync_or(k, bad);
+    }
+    case WEFT_XOP_UPKT: {
+        weft_xrange_t s = weft_x_range(a, o, &o->src[0], 1, 0, 0);
+        weft_xrange_t d = weft_x_range(a, o, &o->dst[0], 0, 0, 0);
+        for (uint64_t u = tid; u < s.bytes / 8; u += nt) {
+            uint64_t v;
+            if ((bad = weft_x_pkt_get8(a, s.p, u, &v)) != 0)
+                break;
+            weft_x_st8(d.p + 8 * u, v);
+        }
+        return weft_block_sync_or(k, bad);
+    }
+    case WEFT_XOP_RESPKT:
+    case WEFT_XOP_REPKT:
+    case WEFT_XOP_RECPKT:
+    case WEFT_XOP_RECSPKT: {
+        /* dst[0] = src[0] op packets src[1..]; recpkt/recspkt: dst[1] gets
+         * it as packets; respkt/recspkt: the remaining dsts too */
+        weft_xrange_t s0 = weft_x_range(a, o, &o->src[0], 0, 0, 0);
+        weft_xrange_t d0 = weft_x_range(a, o, &o->dst[0], 0, 0, 0);
+        int copy = o->code == WEFT_XOP_RECPKT || o->code == WEFT_XOP_RECSPKT;
+        int send = o->code == WEFT_XOP_RESPKT || o->code == WEFT_XOP_RECSPKT;
+        for (uint64_t u = tid; u < s0.bytes / 8 && !bad; u += nt) {
+            uint64_t acc = weft_x_ld8(s0.p + 8 * u), v;
+            for (uint32_t i = 1; i < o->nsrc; i++) {
+                if ((bad = weft_x_pkt_get8(a, weft_x_range(a, o, &o->src[i], 1, 0, 0).p, u, &v)) != 0)
+                    break;
+                acc = weft_x_reduce8(a, acc, v);
+            }
+            if (bad)
+                break;
+            weft_x_st8(d0.p + 8 * u, acc);
+            if (copy && o->ndst > 1)
+                weft_x_pkt_put8(a, weft_x_range(a, o, &o->dst[1], 1, 0, 0).p, u, acc);
+            for (uint32_t i = copy ? 2 : 1; send && i < o->ndst; i++)
+                weft_x_pkt_put8(a, weft_x_range(a, o, &o->dst[i], 1, 0, 0).p, u, acc);
+        }
+        return weft_block_sync_or(k, bad);
+    }
+    case WEFT_XOP_GLRES:
+    case WEFT_XOP_GLRE: {
+        /* reduce the group's src range; glres: store to every rank's dst; glre: to ours */
+        const weft_switch_channel_dev_t *cs = &a->sw[o->src[0].type];
+        weft_xrange_t s = weft_x_range(a, o, &o->src[0], 0, it, unit);
+        weft_xrange_t d = weft_x_range(a, o, &o->dst[0], 0, it, unit);
+        uint64_t soff = (uint64_t)(s.p - cs->local);
+        for (uint64_t u = tid; u < s.bytes / 16; u += nt) {
+            uint64_t v[2];
+            weft_x_sw_reduce16(a, cs, soff + 16 * u, v);
+            if (o->code == WEFT_XOP_GLRES) {
+                const weft_switch_channel_dev_t *cd = &a->sw[o->dst[0].type];
+                weft_x_sw_store16(cd, (uint64_t)(d.p - cd->local) + 16 * u, v);
+            } else {
+                weft_x_st8(d.p + 16 * u, v[0]);
+                weft_x_st8(d.p + 16 * u + 8, v[1]);
+            }
+        }
+        return 0;
+    }
+    case WEFT_XOP_GSTORE:
+    case WEFT_XOP_GSTOREPKT: {
+        const weft_switch_channel_dev_t *cd = &a->sw[o->dst[0].type];
+        int pkt = o->code == WEFT_XOP_GSTOREPKT;
+        weft_xrange_t s = weft_x_range(a, o, &o->src[0], pkt, it, unit);
+        weft_xrange_t d = weft_x_range(a, o, &o->dst[0], pkt, it, unit);
+        uint64_t doff = (uint64_t)(d.p - cd->local);
+        for (uint64_t u = tid; u < s.bytes / 16 && !bad; u += nt) {
+            uint64_t v[2];
+            if (pkt) {
+                /* forward the packets, flags included, once they have arrived */
+                uint64_t x0, x1;
+                if ((bad = weft_x_pkt_get8(a, s.p, 2 * u, &x0)) != 0 || (bad = weft_x_pkt_get8(a, s.p, 2 * u + 1, &x1)))
+                    break;
+                v[0] = weft_ll_half((uint32_t)x0, a->flag);
+                v[1] = weft_ll_half((uint32_t)(x0 >> 32), a->flag);
+                weft_x_sw_store16(cd, doff + 32 * u, v);
+                v[0] = weft_ll_half((uint32_t)x1, a->flag);
+                v[1] = weft_ll_half((uint32_t)(x1 >> 32), a->flag);
+                weft_x_sw_store16(cd, doff + 32 * u + 16, v);
+            } else {
+                v[0] = weft_x_ld8(s.p + 16 * u);
+                v[1] = weft_x_ld8(s.p + 16 * u + 8);
+                weft_x_sw_store16(cd, doff + 16 * u, v);
+            }
+        }
+        return weft_block_sync_or(k, bad);
+    }
+    default:
+        /* port-channel ops (flush) are refused before launch */
+        return 0;
+    }
+}
+
+/* The kernel body: block b runs plan thread block b. */
+WEFT_DEVICE void weft_exec_plan(const weft_kctx_t *k, void *args)
+{
+    const weft_exec_args_t *a = (const weft_exec_args_t *)args;
+    uint32_t first = a->tb_first[k->block], end = a->tb_first[k->block + 1];
+    for (uint32_t i = first; i < end; i++) {
+        const weft_xop_t *o = &a->ops[i];
+        if (o->code == WEFT_XOP_PIPELINE) {
+            uint64_t total = (uint64_t)o->pipe_chunks * a->chunk;
+            uint64_t iters = (total + o->unit_size - 1) / o->unit_size;
+            for (uint64_t it = 0; it < iters; it++)
+                for (uint32_t j = 1; j <= o->nops; j++)
+                    if (weft_x_run_op(k, a, &a->ops[i + j], it * o->unit_size, o->unit_size))
+                        return;
+            i += o->nops;
+            continue;
+        }
+        if (weft_x_run_op(k, a, o, 0, 0))
+            return;
+    }
+    if (a->scale_bytes) {
+        /* avg: every block's sums are done; each divides its share */
+        weft_dtype_t t = (weft_dtype_t)a->dtype;
+        size_t es = weft_dtype_size(t), n = a->scale_bytes / es;
+        size_t g = (size_t)k->block * k->nthreads + k->thread, ng = (size_t)k->nblocks * k->nthreads;
+        if (weft_x_barrier(k, a, WEFT_X_BARRIERS - 1, k->nblocks))
+            return;
+        for (size_t e = g; e < n; e += ng)
+            weft_scale_elem(t, a->buf[WEFT_XREF_OUTPUT] + e * es, a->nranks);
+    }
+}
+
+#endif
