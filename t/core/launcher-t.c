@@ -22,21 +22,6 @@ typedef struct {
 static char root[64];
 static char id_text[WEFT_UNIQUE_ID_TEXT_BYTES];
 
-static int free_port(void)
-{
-    struct sockaddr_in a;
-    socklen_t len = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 || getsockname(fd, (struct sockaddr *)&a, &len) != 0)
-        bail("cannot find a free port");
-    port = ntohs(a.sin_port);
-    close(fd);
-    return port;
-}
-
 static int rank_main(int rank, int nranks, void *arg)
 {
     const style_t *s = arg;
@@ -114,7 +99,7 @@ int main(void)
         /* Only the secret of this id is used; WEFT_ROOT says where rank 0
          * listens. Made without starting a root: the parent stays
          * single-threaded for fork. */
-        snprintf(root, sizeof(root), "127.0.0.1:%d", free_port());
+        snprintf(root, sizeof(root), "127.0.0.1:%d", tap_free_port());
         memset(&info, 0, sizeof(info));
         weft_addr_parse(root, &info.root);
         weft_random_bytes(info.secret, sizeof(info.secret));

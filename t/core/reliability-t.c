@@ -155,21 +155,6 @@ static int flood_rank(int rank, int nranks, void *arg)
 static char root_text[64];
 static uid_t other_uid;
 
-static int free_port(void)
-{
-    struct sockaddr_in a;
-    socklen_t len = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 || getsockname(fd, (struct sockaddr *)&a, &len) != 0)
-        bail("cannot find a free port");
-    port = ntohs(a.sin_port);
-    close(fd);
-    return port;
-}
-
 /* 1 if some file under the victim's private directories can be opened. */
 static int can_read_victim_files(uid_t victim)
 {
@@ -703,7 +688,7 @@ int main(void)
         skip("2: needs root to act as a second user (running as uid %u)", (unsigned)geteuid());
     } else {
         other_uid = nobody->pw_uid;
-        snprintf(root_text, sizeof(root_text), "127.0.0.1:%d", free_port());
+        snprintf(root_text, sizeof(root_text), "127.0.0.1:%d", tap_free_port());
         ok(run_ranks(4, 60000, trust_rank, NULL, NULL),
            "2: WEFT_TRUST_LOCAL=1: another user (uid %u) neither reads the secret nor joins; the real rank 2 does",
            (unsigned)other_uid);

@@ -1,13 +1,16 @@
 #include "ranks.h"
 #include "basic.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -162,3 +165,19 @@ int run_ranks(int nranks, int timeout_ms, rank_fn_t fn, void *arg, ranks_result_
         *result = res;
     return all_ok;
 }
+
+int tap_free_port(void)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 || getsockname(fd, (struct sockaddr *)&a, &len) != 0)
+        bail("cannot find a free port");
+    port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+

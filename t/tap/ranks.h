@@ -42,4 +42,7 @@ int rank_share(int from, void *buf, size_t len);
 /* Milliseconds since an arbitrary start (monotonic). */
 long now_ms(void);
 
+/* A loopback TCP port free a moment ago (for WEFT_ROOT in tests). */
+int tap_free_port(void);
+
 #endif
