@@ -2,7 +2,7 @@
  * sizes from 0 to several scratch chunks, on 2, 3, 4 and 8 forked ranks;
  * results compared element by element with an independent reference. */
 #include "tap/basic.h"
-#include "tap/collref.h"
+#include "collref.h"
 #include "tap/job.h"
 #include "tap/ranks.h"
 #include "weft.h"

@@ -6,7 +6,7 @@
  * sizes and a peer that never receives. Chunks are 4 KiB here
  * (WEFT_P2P_SLOT_BYTES) so that small buffers take the many-chunk paths. */
 #include "tap/basic.h"
-#include "tap/collref.h"
+#include "collref.h"
 #include "tap/job.h"
 #include "tap/ranks.h"
 #include "weft.h"

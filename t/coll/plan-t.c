@@ -5,7 +5,7 @@
  * emulated multicast; plans with port channels are refused, before
  * anything runs, with WEFT_ERR_UNSUPPORTED. */
 #include "tap/basic.h"
-#include "tap/collref.h"
+#include "collref.h"
 #include "tap/job.h"
 #include "tap/ranks.h"
 #include "weft.h"

@@ -5,7 +5,7 @@
  * returns. On GPUs, scripts/gpu-check's nccl part runs the NCCL API.
  */
 #include "tap/basic.h"
-#include "tap/collref.h"
+#include "collref.h"
 #include "tap/ranks.h"
 #include "weft/nccl.h"
 
