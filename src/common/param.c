@@ -1,6 +1,5 @@
 #include "config.h"
 #include "param.h"
-#include "log.h"
 #include "util.h"
 #include "weft.h"
 
@@ -82,7 +81,7 @@ static void params_load(void)
         if (p->type == WEFT_PARAM_INT) {
             long v = 0;
             if (!parse_value(p, p->value, &v)) {
-                /* Refused by weft_param_check at init; reported by weft-info -c. */
+                /* Refused at communicator init (comm.c); reported by weft-info -c. */
                 p->valid = 0;
                 p->value = p->def;
                 parse_value(p, p->def, &v);
@@ -118,20 +117,6 @@ int weft_param_parse(weft_param_id_t id, const char *s, long *out)
         return 0;
     pthread_once(&params_once, params_load);
     return parse_value(&params[id], s, out);
-}
-
-weft_status_t weft_param_check(void)
-{
-    pthread_once(&params_once, params_load);
-    for (int i = 0; i < WEFT_P_COUNT; i++) {
-        const weft_param_info_t *p = &params[i];
-        if (p->type != WEFT_PARAM_INT || p->valid)
-            continue;
-        weft_error(WEFT_SUB_INIT, "%s=%s is not valid: expected %s %ld .. %ld%s", p->name, getenv(p->name),
-                   p->size ? "a size" : "an integer", p->min, p->max, p->size ? " (K, M, G suffixes allowed)" : "");
-        return WEFT_ERR_INVALID_ARGUMENT;
-    }
-    return WEFT_OK;
 }
 
 weft_status_t weft_param_describe(size_t index, weft_param_desc_t *out)

@@ -30,10 +30,6 @@ typedef struct {
 long weft_param_int(weft_param_id_t id);
 const char *weft_param_str(weft_param_id_t id);
 const weft_param_info_t *weft_param_info(weft_param_id_t id);
-/* Every INT parameter set in the environment parses and is in its range;
- * else logs an error naming the first bad one (and its range) and
- * returns WEFT_ERR_INVALID_ARGUMENT. Run by communicator init. */
-weft_status_t weft_param_check(void);
 /* Parses @p s as a value of parameter @p id (suffixes for sizes) within
  * its range. 1 on success. */
 int weft_param_parse(weft_param_id_t id, const char *s, long *out);

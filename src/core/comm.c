@@ -43,6 +43,21 @@ void weft_comm_leave(weft_comm_t *comm)
     pthread_mutex_unlock(&comm->lock);
 }
 
+/* Every integer parameter set in the environment parses and lies in its
+ * range (param_list.h): checked at every communicator's start. */
+static weft_status_t params_check(void)
+{
+    for (int i = 0; i < WEFT_P_COUNT; i++) {
+        const weft_param_info_t *p = weft_param_info((weft_param_id_t)i);
+        if (p->type != WEFT_PARAM_INT || p->valid)
+            continue;
+        weft_error(WEFT_SUB_INIT, "%s=%s is not valid: expected %s %ld .. %ld%s", p->name, getenv(p->name),
+                   p->size ? "a size" : "an integer", p->min, p->max, p->size ? " (K, M, G suffixes allowed)" : "");
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    return WEFT_OK;
+}
+
 static int config_int(const weft_comm_config_t *cfg, size_t offset, int fallback)
 {
     /* Fields beyond the caller's struct size keep their defaults. */
@@ -251,7 +266,7 @@ weft_status_t weft_comm_init(const weft_unique_id_t *id, int nranks, int rank, c
                         (void *)comm, rank, nranks);
         return WEFT_ERR_INVALID_ARGUMENT;
     }
-    if ((status = check_config(config)) != WEFT_OK || (status = weft_param_check()) != WEFT_OK)
+    if ((status = check_config(config)) != WEFT_OK || (status = params_check()) != WEFT_OK)
         return status;
     /* A malformed id is refused here, before any network I/O. */
     if ((status = weft_uid_decode(id, &uid)) != WEFT_OK)
@@ -308,7 +323,7 @@ weft_status_t weft_comm_init_from_env(const weft_comm_config_t *config, weft_com
 
     if (!comm)
         return WEFT_ERR_INVALID_ARGUMENT;
-    if ((status = check_config(config)) != WEFT_OK || (status = weft_param_check()) != WEFT_OK)
+    if ((status = check_config(config)) != WEFT_OK || (status = params_check()) != WEFT_OK)
         return status;
     if (env_rank_size(&rank, &nranks) != 1)
         return WEFT_ERR_INVALID_ARGUMENT;
