@@ -6,7 +6,7 @@
  *
  * Every INT parameter also has a range, in the second list below:
  * WEFT_PARAM_RANGE(id, min, max, kind), kind NUM or SIZE (a size also
- * takes a K, M or G suffix: 4K = 4096). the communicator's check, run by every
+ * takes a K, M or G suffix: 4K = 4096). The communicator's check, run by every
  * communicator init, refuses a value that does not parse or is out of
  * range, naming the variable.
  */
