@@ -23,6 +23,7 @@ typedef struct {
     int nranks;
     char collective[32];
     int port;
+    int refused_mc; /* switch channels where NCCL_NVLS_ENABLE=0 keeps multicast off */
 } job_t;
 
 static const struct {
@@ -87,11 +88,12 @@ static int rank_main(int rank, int nranks, void *arg)
     weft_plan_info(p, &info);
     /* this rank's chunk counts (plan.h) */
     size_t ic = p->gpus[rank].chunks[0], oc = p->gpus[rank].chunks[1];
-    if (j->port) {
+    if (j->port || j->refused_mc) {
         char b[4096] = {0};
+        const char *what = j->port ? "port plan" : "switch plan without multicast";
         weft_status_t st = weft_execute(comm, p, b, b, 64 * ic, 64 * oc, WEFT_FLOAT32, WEFT_SUM, s);
-        if (st != WEFT_OK && st != WEFT_ERR_UNSUPPORTED) fails += rank_fail("port plan: %s", weft_status_string(st));
-        if (st == WEFT_OK) fails += rank_fail("port plan: accepted, but port channels are not run");
+        if (st != WEFT_OK && st != WEFT_ERR_UNSUPPORTED) fails += rank_fail("%s: %s", what, weft_status_string(st));
+        if (st == WEFT_OK) fails += rank_fail("%s: accepted, but it cannot run here", what);
     } else if (!strcmp(info.collective, "test")) {
         char *b;
         size_t bytes = 64 * (ic > oc ? ic : oc) + 64;
@@ -170,9 +172,14 @@ int main(void)
                 {
                     FILE *f = fopen(j->path, "r");
                     char line[512];
-                    j->port = 0;
-                    while (f && fgets(line, sizeof(line), f))
+                    const char *nvls = getenv("NCCL_NVLS_ENABLE");
+                    j->port = j->refused_mc = 0;
+                    while (f && fgets(line, sizeof(line), f)) {
                         if (strstr(line, "\"port\"")) j->port = 1;
+                        /* shared GPU hosts set NCCL_NVLS_ENABLE=0: even the
+                         * emulated multicast stays off, and such plans are refused */
+                        if (strstr(line, "\"switch\"") && nvls && !strcmp(nvls, "0")) j->refused_mc = 1;
+                    }
                     if (f) fclose(f);
                 }
                 n++;
@@ -190,7 +197,8 @@ int main(void)
             continue;
         }
         ok(run_ranks(jobs[i].nranks, 60000, rank_main, &jobs[i], &r), "%s (%s, %d ranks)%s", base,
-           jobs[i].collective, jobs[i].nranks, jobs[i].port ? ": refused, port channels" : "");
+           jobs[i].collective, jobs[i].nranks,
+           jobs[i].port ? ": refused, port channels" : jobs[i].refused_mc ? ": refused, no multicast (NCCL_NVLS_ENABLE=0)" : "");
     }
     return test_done();
 }
