@@ -21,7 +21,7 @@
 #include "weft.h"
 #include "weft/device.h"
 
-#define WEFT_GPU_ABI_VERSION 5
+#define WEFT_GPU_ABI_VERSION 6
 
 /* Capabilities. */
 #define WEFT_CAP_IPC (1ull << 0)         /* peers on the host can map device memory */
@@ -150,6 +150,15 @@ typedef struct weft_gpu_ops {
     weft_status_t (*memcpy_async)(weft_gpu_ctx_t *ctx, void *dst, const void *src, size_t bytes,
                                   weft_gpu_stream_t *stream);
     weft_status_t (*launch)(weft_gpu_ctx_t *ctx, const weft_gpu_launch_t *launch, weft_gpu_stream_t *stream);
+    /*
+     * Queues a store of @p value to the 8 bytes at @p dst (device memory,
+     * possibly a peer's mapped here) on @p stream: it happens after
+     * everything queued before it on the stream, and whoever sees the value
+     * sees those earlier writes too (a release). One stream operation, no
+     * copy engine: what a port channel's signal costs. WEFT_ERR_UNSUPPORTED
+     * where the device cannot; the caller then copies the value instead.
+     */
+    weft_status_t (*stream_write_u64)(weft_gpu_ctx_t *ctx, void *dst, uint64_t value, weft_gpu_stream_t *stream);
 } weft_gpu_ops_t;
 
 /* Looks a backend up by name; the table returned is complete (stubs filled

@@ -1,6 +1,7 @@
 #include "config.h"
 #include "connection.h"
 #include "log.h"
+#include "param.h"
 #include "util.h"
 
 #include <sched.h>
@@ -135,6 +136,17 @@ static weft_status_t ce_update(weft_connection_t *c, weft_mem_t *dst, uint64_t d
         return WEFT_ERR_INVALID_ARGUMENT;
     if (!(s = ce_stream(c)))
         return WEFT_ERR_BACKEND;
+    /* A store queued on the stream: one stream operation after the
+     * writes, where a copy costs a copy-engine round (WEFT_PORT_SIGNAL_STORE).
+     * Where the device refuses it, every later update copies. */
+    if (!c->no_store) {
+        if (weft_param_int(WEFT_P_PORT_SIGNAL_STORE) &&
+            c->comm->gpu->stream_write_u64(c->comm->gctx, d, value, s) == WEFT_OK)
+            return WEFT_OK;
+        c->no_store = 1;
+        weft_debug(WEFT_SUB_IPC, "rank %d: updates to rank %d copy from host memory (no stream store)",
+                   c->comm->rank, c->peer);
+    }
     /* A staging slot is reused only after the copies that read it ran. */
     if (c->next_slot == WEFT_UPDATE_SLOTS) {
         if ((status = ce_flush(c, 0)) != WEFT_OK)

@@ -36,6 +36,7 @@ struct weft_connection {
     uint64_t *staging;      /* host-mapped update values, WEFT_UPDATE_SLOTS */
     uint64_t *staging_dev;
     unsigned next_slot;
+    int no_store;           /* 1: updates copy from staging (no stream store here) */
     /* network kinds */
     int net;                /* WEFT_NET_ETHERNET/IB */
     weft_net_ep_t *ep;

@@ -53,7 +53,7 @@ int main(void)
     weft_gpu_launch_t l = {.name = "meet", .host_fn = all_blocks_meet, .nblocks = 16, .nthreads = 1,
                            .args = &ba, .args_size = sizeof(ba)};
 
-    plan(10);
+    plan(11);
     ok(ops != NULL, "the host backend is registered");
     is_int(WEFT_OK, ops->init(0, &ctx), "it initialises");
     ok(ops->caps(ctx) & WEFT_CAP_IPC, "it can share memory between processes");
@@ -91,6 +91,25 @@ int main(void)
            "a stream query says whether queued work has run: idle %d, kernel running %d, copy behind it %d, "
            "after sync %d",
            idle, busy, copy_queued, done);
+    }
+    {
+        /* a stream store lands after the work queued before it, with it */
+        int gate = 0, *pg = &gate;
+        uint64_t flag = 0, seen_early;
+        weft_gpu_launch_t held = {.name = "held", .host_fn = wait_for_gate, .nblocks = 1, .args = &pg,
+                                  .args_size = sizeof(pg)};
+        memset(dst, 0, sizeof(dst));
+        ops->launch(ctx, &held, s);
+        ops->memcpy_async(ctx, dst, src, sizeof(src), s);
+        weft_status_t st = ops->stream_write_u64(ctx, &flag, 42, s);
+        seen_early = __atomic_load_n(&flag, __ATOMIC_ACQUIRE);
+        __atomic_store_n(&gate, 1, __ATOMIC_RELEASE);
+        while (__atomic_load_n(&flag, __ATOMIC_ACQUIRE) != 42)
+            sched_yield();
+        ok(st == WEFT_OK && seen_early == 0 && dst[0] == 7 && dst[99] == 7,
+           "a stream store waits for the kernel and the copy queued before it, and shows the copy: %d, early %llu",
+           st, (unsigned long long)seen_early);
+        ops->stream_sync(ctx, s);
     }
     l.nblocks = 100000;
     is_int(WEFT_ERR_INVALID_ARGUMENT, ops->launch(ctx, &l, s), "a launch with more blocks than threads is refused");

@@ -44,6 +44,12 @@ weft_status_t weft_cuda_map_rw(CUmemGenericAllocationHandle handle, size_t size,
 /* A dma-buf fd for device memory (weft_gpu_ops_t.dmabuf_export; cuda_vmm.c). */
 weft_status_t weft_cuda_dmabuf_export(weft_gpu_ctx_t *ctx, void *ptr, size_t bytes, int *fd, uint64_t *offset);
 
+/* cuStreamWriteValue64 on @p stream (a cudaStream_t) with the default
+ * flags: ordered after the stream's earlier work, with a memory barrier
+ * before the store. WEFT_ERR_UNSUPPORTED where the driver or the device
+ * lacks 64-bit stream memory operations (cuda_stream_ops.c). */
+weft_status_t weft_cuda_write_value64(void *stream, void *dst, uint64_t value);
+
 /* Multicast (cuda_multicast.c): can @p device bind memory to multicast
  * objects (NVLS)? Only asks the driver; creates nothing. */
 int weft_cuda_mc_supported(int device);

@@ -35,6 +35,10 @@
 #define WEFT_GPURT_OPS weft_cuda_gpu_ops
 #define WEFT_GPURT_KERNELS weft_cuda_kernels /* cuda_kernels.cu */
 
+/* A 64-bit store queued on a stream: the driver's cuStreamWriteValue64
+ * (cuda_stream_ops.c). */
+#define RT_WRITE_VALUE64(stream, dst, value) weft_cuda_write_value64(stream, dst, value)
+
 /* What only CUDA has, in the ops table. */
 #define WEFT_GPURT_VENDOR_OPS                                                                                      \
     .dmabuf_export = weft_cuda_dmabuf_export, .mc_create = weft_cuda_mc_create, .mc_import = weft_cuda_mc_import, \

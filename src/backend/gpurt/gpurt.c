@@ -372,6 +372,15 @@ static weft_status_t gpurt_memcpy_async(weft_gpu_ctx_t *ctx, void *dst, const vo
     return gpurt_check(RT(MemcpyAsync)(dst, src, bytes, rtMemcpyDefault, (rtStream_t)stream), "async copy");
 }
 
+/* A store on the stream, after its earlier work (RT_WRITE_VALUE64 of the
+ * names header: a stream memory operation, no copy engine). */
+static weft_status_t gpurt_stream_write_u64(weft_gpu_ctx_t *ctx, void *dst, uint64_t value, weft_gpu_stream_t *stream)
+{
+    /* the proxy thread calls this: make the device current for it */
+    RT(SetDevice)(ctx->device);
+    return RT_WRITE_VALUE64((rtStream_t)stream, dst, value);
+}
+
 /* The kernel table of src/kernels/gpu_instantiate.h, compiled by nvcc
  * (cuda_kernels.cu) or hipcc (hip_kernels.hip): indexed by the kernel's
  * index (weft_kernel_id_t). */
@@ -427,4 +436,5 @@ const weft_gpu_ops_t WEFT_GPURT_OPS = {
     .event_query = gpurt_event_query,
     .memcpy_async = gpurt_memcpy_async,
     .launch = gpurt_launch,
+    .stream_write_u64 = gpurt_stream_write_u64,
 };

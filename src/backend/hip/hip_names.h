@@ -37,4 +37,9 @@
 
 #define WEFT_GPURT_VENDOR_OPS
 
+/* A 64-bit store queued on a stream, after its earlier work (flags 0:
+ * with a memory barrier before the store). */
+#define RT_WRITE_VALUE64(stream, dst, value)                                                                       \
+    gpurt_check(hipStreamWriteValue64((stream), (dst), (value), 0), "stream write")
+
 #endif

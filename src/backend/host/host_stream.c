@@ -26,7 +26,7 @@
 #define QUEUE_LEN 256
 #define ARGS_MAX 512
 
-typedef enum { OP_LAUNCH, OP_COPY, OP_EVENT } op_kind_t;
+typedef enum { OP_LAUNCH, OP_COPY, OP_EVENT, OP_WRITE64 } op_kind_t;
 
 typedef struct {
     op_kind_t kind;
@@ -36,6 +36,7 @@ typedef struct {
     void *dst;
     const void *src;
     size_t bytes;
+    uint64_t value; /* OP_WRITE64 */
     _Alignas(16) unsigned char args[ARGS_MAX];
 } op_t;
 
@@ -121,6 +122,11 @@ static void execute(weft_gpu_stream_t *s, const op_t *op)
         memmove(op->dst, op->src, op->bytes);
         break;
     case OP_EVENT:
+        break;
+    case OP_WRITE64:
+        /* release: the ops before it on this stream are seen by whoever
+         * acquires the value (they ran before it in this worker) */
+        __atomic_store_n((uint64_t *)op->dst, op->value, __ATOMIC_RELEASE);
         break;
     case OP_LAUNCH:
         pthread_mutex_lock(&s->plock);
@@ -330,6 +336,17 @@ weft_status_t weft_host_memcpy_async(weft_gpu_ctx_t *ctx, void *dst, const void 
     op->dst = dst;
     op->src = src;
     op->bytes = bytes;
+    enqueue_end(s);
+    return WEFT_OK;
+}
+
+weft_status_t weft_host_stream_write_u64(weft_gpu_ctx_t *ctx, void *dst, uint64_t value, weft_gpu_stream_t *s)
+{
+    (void)ctx;
+    op_t *op = enqueue_begin(s);
+    op->kind = OP_WRITE64;
+    op->dst = dst;
+    op->value = value;
     enqueue_end(s);
     return WEFT_OK;
 }
