@@ -212,11 +212,19 @@ WEFT_DEVICE int weft_coll_barrier(const weft_kctx_t *k, weft_coll_args_t *a)
     int bad = 0;
     if (weft_coll_grid_sync(k, a))
         return 1;
-    if (k->block == 0 && k->thread == 0) {
-        for (int p = 0; p < a->nranks; p++)
+    /* Block 0's thread p signals and waits on peer p's semaphore (its only
+     * user in this launch), so the rounds with the peers overlap instead of
+     * running one after another. The signals are releases after the grid
+     * sync (cumulative: they carry every block's writes); the block sync
+     * between the signals and the waits issues every signal before any
+     * thread spins, so a spinning thread never holds back a store of its
+     * own warp that a peer waits for. */
+    if (k->block == 0) {
+        for (int p = (int)k->thread; p < a->nranks; p += (int)k->nthreads)
             if (p != a->rank)
-                weft_mc_signal(&a->ch[p]); /* release: our writes above */
-        for (int p = 0; p < a->nranks && !bad; p++)
+                weft_mc_signal(&a->ch[p]);
+        weft_block_sync(k);
+        for (int p = (int)k->thread; p < a->nranks && !bad; p += (int)k->nthreads)
             if (p != a->rank)
                 bad = weft_mc_wait(&a->ch[p]);
     }
