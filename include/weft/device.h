@@ -118,6 +118,9 @@ WEFT_DEVICE uint32_t weft_load_relaxed_u32(uint32_t *p) { return WEFT_ATOMIC_REF
 WEFT_DEVICE void weft_store_release_u32(uint32_t *p, uint32_t v) { WEFT_ATOMIC_REF(uint32_t, p).store(v, cuda::memory_order_release); }
 WEFT_DEVICE int weft_cas_u64(uint64_t *p, uint64_t expect, uint64_t v) { return WEFT_ATOMIC_REF(uint64_t, p).compare_exchange_strong(expect, v, cuda::memory_order_acq_rel); }
 WEFT_DEVICE void weft_fence_system(void) { cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_system); }
+/* A release that only threads of this device need to see (device scope:
+ * no system-wide fence, which costs a microsecond or so). */
+WEFT_DEVICE void weft_store_release_device_u64(uint64_t *p, uint64_t v) { cuda::atomic_ref<uint64_t, cuda::thread_scope_device>(*p).store(v, cuda::memory_order_release); }
 #elif defined(WEFT_HIP)
 #define WEFT_HA(op, ...) __hip_atomic_##op(__VA_ARGS__, __HIP_MEMORY_SCOPE_SYSTEM)
 WEFT_DEVICE uint64_t weft_load_acquire_u64(uint64_t *p) { return WEFT_HA(load, p, __ATOMIC_ACQUIRE); }
@@ -129,6 +132,7 @@ WEFT_DEVICE uint64_t weft_fetch_add_relaxed_u64(uint64_t *p, uint64_t v) { retur
 WEFT_DEVICE uint32_t weft_load_acquire_u32(uint32_t *p) { return WEFT_HA(load, p, __ATOMIC_ACQUIRE); }
 WEFT_DEVICE uint32_t weft_load_relaxed_u32(uint32_t *p) { return WEFT_HA(load, p, __ATOMIC_RELAXED); }
 WEFT_DEVICE void weft_store_release_u32(uint32_t *p, uint32_t v) { WEFT_HA(store, p, v, __ATOMIC_RELEASE); }
+WEFT_DEVICE void weft_store_release_device_u64(uint64_t *p, uint64_t v) { __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT); }
 WEFT_DEVICE int weft_cas_u64(uint64_t *p, uint64_t expect, uint64_t v) { return WEFT_HA(compare_exchange_strong, p, &expect, v, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE); }
 WEFT_DEVICE void weft_fence_system(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); __threadfence_system(); }
 #else
@@ -141,6 +145,7 @@ WEFT_DEVICE uint64_t weft_fetch_add_relaxed_u64(uint64_t *p, uint64_t v) { retur
 WEFT_DEVICE uint32_t weft_load_acquire_u32(uint32_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 WEFT_DEVICE uint32_t weft_load_relaxed_u32(uint32_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 WEFT_DEVICE void weft_store_release_u32(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+WEFT_DEVICE void weft_store_release_device_u64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 WEFT_DEVICE int weft_cas_u64(uint64_t *p, uint64_t expect, uint64_t v) { return __atomic_compare_exchange_n(p, &expect, v, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE); }
 #if defined(__SANITIZE_THREAD__)
 /* TSan models no standalone fences: a seq_cst read-modify-write orders the same. */
@@ -460,14 +465,22 @@ typedef struct {
     uint64_t *remote_inbound;
     weft_dev_ctl_t *ctl;
     int32_t peer;
-    int32_t reserved;
+    uint32_t flags; /* WEFT_SEMA_* */
 } weft_sema_dev_t;
+
+/* The peer runs on this very device (ranks sharing a GPU): its wait needs
+ * only a device-scope release, not a system-wide fence. */
+#define WEFT_SEMA_SAME_DEVICE 1u
 
 WEFT_DEVICE void weft_sema_signal(weft_sema_dev_t *s)
 {
     uint64_t out = *s->outbound + 1;
     *s->outbound = out;
-    weft_store_release_u64(s->remote_inbound, out); /* pairs with weft_sema_wait's acquire */
+    /* pairs with weft_sema_wait's acquire */
+    if (s->flags & WEFT_SEMA_SAME_DEVICE)
+        weft_store_release_device_u64(s->remote_inbound, out);
+    else
+        weft_store_release_u64(s->remote_inbound, out);
 }
 
 WEFT_DEVICE void weft_sema_relaxed_signal(weft_sema_dev_t *s)

@@ -75,6 +75,9 @@ WEFT_PARAM(P2P_SLOT_BYTES, "WEFT_P2P_SLOT_BYTES", INT, "262144",
 WEFT_PARAM(PORT_SIGNAL_STORE, "WEFT_PORT_SIGNAL_STORE", INT, "1",
            "port channels on one host: 1 (default) raises the peer's semaphore with a store queued on the copy "
            "stream where the device can; 0 copies the value from host memory (two copy-engine operations per put)")
+WEFT_PARAM(SAME_DEVICE_SCOPE, "WEFT_SAME_DEVICE_SCOPE", INT, "1",
+           "1 (default): semaphore signals to ranks on the same GPU are device-scope releases; 0: system scope "
+           "always (a system-wide fence per signal)")
 WEFT_PARAM(NET_SOCKETS, "WEFT_NET_SOCKETS", INT, "2",
            "ethernet: TCP sockets per connection (1..16); writes are striped over them")
 WEFT_PARAM(NET_CHUNK_BYTES, "WEFT_NET_CHUNK_BYTES", INT, "524288",
@@ -108,6 +111,7 @@ WEFT_PARAM_RANGE(GPU_WORK_QUEUES, 0, 128, NUM)
 WEFT_PARAM_RANGE(CUDA_VMM, 0, 1, NUM)
 WEFT_PARAM_RANGE(P2P_SLOT_BYTES, 4096, 1L << 26, SIZE)
 WEFT_PARAM_RANGE(PORT_SIGNAL_STORE, 0, 1, NUM)
+WEFT_PARAM_RANGE(SAME_DEVICE_SCOPE, 0, 1, NUM)
 WEFT_PARAM_RANGE(NET_SOCKETS, 1, 16, NUM)
 WEFT_PARAM_RANGE(NET_CHUNK_BYTES, 4096, 1L << 28, SIZE)
 WEFT_PARAM_RANGE(IB_GID_INDEX, -1, 255, NUM)

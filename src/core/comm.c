@@ -106,6 +106,7 @@ static void comm_free(weft_comm_t *comm)
     if (comm->ctl && comm->gctx)
         comm->gpu->host_free(comm->gctx, comm->ctl);
     free(comm->pair_seq);
+    free(comm->same_device);
     if (comm->gctx)
         comm->gpu->fini(comm->gctx);
     weft_bootstrap_destroy(comm->boot);
@@ -118,6 +119,40 @@ static void comm_free(weft_comm_t *comm)
 }
 
 /* The part of init shared by weft_comm_init and weft_comm_init_from_env. */
+/*
+ * Which ranks run on this rank's very device: the same host and the same
+ * PCI address (ranks sharing one GPU). A semaphore signal to such a rank
+ * is a device-scope release, with no system-wide fence
+ * (WEFT_SAME_DEVICE_SCOPE=0: system scope always). A backend with no PCI
+ * address (the host backend) shares nothing this way. An allgather: every
+ * rank passes it only once all have arrived.
+ */
+static weft_status_t find_same_device(weft_comm_t *comm)
+{
+    typedef struct {
+        char pci[32];
+    } dev_key_t;
+    weft_gpu_props_t props;
+    dev_key_t *keys = calloc((size_t)comm->nranks, sizeof(*keys));
+    weft_status_t status;
+    comm->same_device = calloc((size_t)comm->nranks, 1);
+    if (!keys || !comm->same_device) {
+        free(keys);
+        return WEFT_ERR_NO_MEMORY;
+    }
+    memset(&props, 0, sizeof(props));
+    if (comm->gpu->props(comm->gctx, &props) == WEFT_OK)
+        memcpy(keys[comm->rank].pci, props.pci_bus_id, sizeof(keys[0].pci) - 1);
+    if ((status = weft_bootstrap_allgather_raw(comm->boot, keys, sizeof(*keys))) == WEFT_OK) {
+        for (int r = 0; r < comm->nranks; r++)
+            comm->same_device[r] = weft_param_int(WEFT_P_SAME_DEVICE_SCOPE) && keys[comm->rank].pci[0] &&
+                                   memcmp(weft_bootstrap_hostid(comm->boot, r), comm->hostid, WEFT_HOSTID_BYTES) == 0 &&
+                                   strncmp(keys[r].pci, keys[comm->rank].pci, sizeof(keys[0].pci)) == 0;
+    }
+    free(keys);
+    return status;
+}
+
 static weft_status_t comm_create(const weft_uid_info_t *uid, int nranks, int rank, const weft_comm_config_t *cfg,
                                  weft_comm_t **out)
 {
@@ -230,8 +265,9 @@ static weft_status_t comm_create(const weft_uid_info_t *uid, int nranks, int ran
         goto err;
     if ((status = weft_comm_net_choose(comm)) != WEFT_OK)
         goto err;
-    /* Everyone's services are up before anyone uses them. */
-    if ((status = weft_bootstrap_barrier_raw(comm->boot)) != WEFT_OK)
+    /* Everyone's services are up before anyone uses them (the allgather
+     * is that barrier too). */
+    if ((status = find_same_device(comm)) != WEFT_OK)
         goto err;
     if ((status = weft_watch_start(comm, &comm->watch)) != WEFT_OK)
         goto err;

@@ -46,6 +46,7 @@ struct weft_comm {
     weft_dev_ctl_t *ctl;   /* host view of the device control block */
     weft_dev_ctl_t *ctl_dev; /* device view of it */
     uint64_t *pair_seq;    /* per peer: pairwise setups done (tags) */
+    uint8_t *same_device;  /* per rank: 1 if it runs on this rank's very device (same host and PCI address) */
     /* State of higher floors (src/coll), set up on first use and released
      * through weft_comm_on_destroy; the core only holds the pointers. */
     struct weft_coll_ctx *coll;      /* collectives' channels */

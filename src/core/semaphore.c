@@ -97,6 +97,8 @@ weft_status_t weft_semaphore_device_handle(const weft_semaphore_t *s, weft_sema_
     out->remote_inbound = remote ? (uint64_t *)remote + WEFT_TOKEN_INBOUND : NULL;
     out->ctl = s->comm->ctl_dev;
     out->peer = s->conn->peer;
+    if (s->comm->same_device && s->comm->same_device[s->conn->peer])
+        out->flags |= WEFT_SEMA_SAME_DEVICE;
     return WEFT_OK;
 }
 
