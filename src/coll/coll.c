@@ -496,7 +496,7 @@ shape:
      * host tests run them with 3 and 5). Every rank must agree (the
      * parameters are the same on every rank). */
     x->nblocks = 1;
-    x->nthreads = (comm->caps & WEFT_CAP_CPU_ACCESS) ? 1 : 512;
+    x->nthreads = (comm->caps & WEFT_CAP_CPU_ACCESS) ? 1 : (unsigned)weft_param_int(WEFT_P_COLL_THREADS) / 32 * 32;
     x->team_blocks = (comm->caps & WEFT_CAP_CPU_ACCESS)
                          ? 1
                          : (unsigned)WEFT_MAX(1, WEFT_MIN(weft_param_int(WEFT_P_COLL_TEAM_BLOCKS), WEFT_COLL_MAX_TEAMS));
