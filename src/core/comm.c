@@ -1,4 +1,5 @@
 #include "config.h"
+#include "fault.h"
 #include "comm.h"
 #include "mem.h"
 #include "conn.h"
@@ -55,7 +56,7 @@ static weft_status_t params_check(void)
                    p->size ? "a size" : "an integer", p->min, p->max, p->size ? " (K, M, G suffixes allowed)" : "");
         return WEFT_ERR_INVALID_ARGUMENT;
     }
-    return WEFT_OK;
+    return weft_fault_init();
 }
 
 static int config_int(const weft_comm_config_t *cfg, size_t offset, int fallback)
