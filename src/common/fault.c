@@ -324,7 +324,8 @@ weft_status_t weft_fault_status(weft_fault_site_t site)
     default:
         status = WEFT_ERR_SYSTEM;
     }
-    weft_error(sites[site].subsys, "%s failed (injected fault): %s", sites[site].name, strerror(err));
+    weft_error(sites[site].subsys, "rank %d: %s failed (injected fault): %s", weft_log_rank(), sites[site].name,
+               strerror(err));
     return status;
 }
 
