@@ -120,7 +120,11 @@ put("sideband", "other-connection", bytes([0, 0, 16]) + sock(ident(3, 1, 2, 0, 1
 put("sideband", "wrong-rank", bytes([0, 0, 16]) + sock(ident(0, 5, 0, 0, 1)))
 put("sideband", "short-ident", bytes([0, 0, 16]) + sock(ident(0, 1, 0, 0, 1)[:20]))
 put("sideband", "error-frame", bytes([0, 0, 16]) + sock(struct.pack("<i", -3) + b"no", 3))
-put("sideband", "sixteen", bytes([1, 3, 16]) + b"".join(sock(ident(1, 1, 3, i, 8)) for i in range(8)))
+put("sideband", "sixteen", bytes([2, 3, 16]) + b"".join(sock(ident(2, 1, 3, i, 8)) for i in range(8)))
+# the listener's job has 3 ranks (sideband-fuzz.c): IDENTs naming rank 3, this rank (1) or a huge rank are forged
+put("sideband", "forged-rank", bytes([3, 0, 16]) + sock(ident(3, 1, 0, 0, 1)) + sock(ident(0, 1, 0, 0, 1)))
+put("sideband", "forged-self", bytes([1, 0, 16]) + sock(ident(1, 1, 0, 0, 1)))
+put("sideband", "forged-huge-rank", bytes([0, 0, 16]) + sock(ident(0x7fffffff, 1, 0, 0, 1)) + sock(ident(0, 1, 0, 0, 1)))
 
 # -- ethernet data frames -------------------------------------------------------------
 KEY_A = 0x6b65792d41414141
