@@ -78,6 +78,7 @@ int weft_fault_armed;
 static fault_rule_t rules[MAX_RULES];
 static int nrules;
 static unsigned long hits[WEFT_FAULT_SITE_COUNT];
+static unsigned long fired;
 static pthread_once_t fault_once = PTHREAD_ONCE_INIT;
 static weft_status_t init_status = WEFT_OK;
 
@@ -253,6 +254,7 @@ int weft_fault_hit(weft_fault_site_t site, int fd, size_t *len)
         /* a fault a test asked for: said at info level, the error it
          * causes is logged where it is detected */
         weft_info(sites[site].subsys, "fault point %s, pass %lu: %s", sites[site].name, n, actions[r->action].name);
+        __atomic_add_fetch(&fired, 1, __ATOMIC_RELAXED);
         switch (r->action) {
         case ACT_KILL:
             kill(getpid(), SIGKILL);
@@ -296,6 +298,11 @@ int weft_fault_hit(weft_fault_site_t site, int fd, size_t *len)
             return ret;
     }
     return 0;
+}
+
+unsigned long weft_fault_fired(void)
+{
+    return __atomic_load_n(&fired, __ATOMIC_RELAXED);
 }
 
 weft_status_t weft_fault_status(weft_fault_site_t site)

@@ -75,6 +75,9 @@ weft_status_t weft_fault_parse(const char *spec, char *why, size_t len) WEFT_HID
  * or -1 with errno set (eintr, errno) for the caller's own error path.
  */
 int weft_fault_hit(weft_fault_site_t site, int fd, size_t *len) WEFT_HIDDEN;
+/* How many actions fault points have done in this process (tests check
+ * that the fault they asked for happened). Thread-safe. */
+unsigned long weft_fault_fired(void) WEFT_HIDDEN;
 /* The same for a step that reports a status: WEFT_OK, or the injected
  * error (logged once, naming the site). */
 weft_status_t weft_fault_status(weft_fault_site_t site) WEFT_HIDDEN;
