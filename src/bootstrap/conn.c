@@ -174,7 +174,8 @@ short weft_conn_events(const weft_conn_t *c)
 static int read_some(weft_conn_t *c, uint8_t *buf, size_t *have, size_t want)
 {
     while (*have < want) {
-        ssize_t n = WEFT_FAULT_RECV(weft_fault_conn_site(c->purpose, 0), c->fd, buf + *have, want - *have, MSG_DONTWAIT);
+        ssize_t n =
+            WEFT_FAULT_RECV(weft_fault_conn_site(c->purpose, 0), c->fd, buf + *have, want - *have, MSG_DONTWAIT);
         if (n > 0) {
             *have += (size_t)n;
             continue;

@@ -164,7 +164,8 @@ static int new_job(int rank, const fault_case_t *c)
     rank_step("the new communicator's init");
     if ((st = weft_comm_init(&sh->id2, n, me, NULL, &comm)) != WEFT_OK)
         return rank_fail("the new communicator's init: %s", weft_get_last_error());
-    if (weft_stream_create(comm, &s) != WEFT_OK || weft_mem_alloc(comm, COUNT * sizeof(float), (void **)&buf) != WEFT_OK)
+    if (weft_stream_create(comm, &s) != WEFT_OK ||
+        weft_mem_alloc(comm, COUNT * sizeof(float), (void **)&buf) != WEFT_OK)
         return rank_fail("the new communicator's stream/alloc: %s", weft_get_last_error());
     fill(buf, COUNT, me, 7);
     rank_step("the new communicator's allreduce");

@@ -106,7 +106,8 @@ int main(void)
 
     /* rank 0's connection 5 has two sockets; the first arrives */
     first = client(0, 1, 5, 0, 2);
-    is_int(WEFT_INPROGRESS, accept_step(&want, fds, &nsock), "accept waits for the second socket of rank 0's connection");
+    is_int(WEFT_INPROGRESS, accept_step(&want, fds, &nsock),
+           "accept waits for the second socket of rank 0's connection");
     /* forgeries, among which a repeat of that first socket */
     forged[0] = client(3, 1, 0, 0, 1);
     forged[1] = client(-1, 1, 0, 0, 1);
