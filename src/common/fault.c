@@ -31,8 +31,10 @@ typedef struct {
     long arg;      /* delay: ms; errno: the number */
 } fault_rule_t;
 
-/* What a site can do besides kill, stop, delay and errno. */
-enum { CAN_FD = 1, CAN_IO = 2 };
+/* What a site can do besides kill, stop, delay and errno: it has a
+ * socket (close, reset), a system call that may fail with EINTR, one that
+ * moves bytes (short). */
+enum { CAN_FD = 1, CAN_EINTR = 2, CAN_SHORT = 4, CAN_IO = CAN_EINTR | CAN_SHORT };
 
 static const struct {
     const char *name;
@@ -42,7 +44,7 @@ static const struct {
     [WEFT_FAULT_BOOT_CONNECT] = {"boot.connect", 0, WEFT_SUB_BOOT},
     [WEFT_FAULT_BOOT_SEND] = {"boot.send", CAN_FD | CAN_IO, WEFT_SUB_BOOT},
     [WEFT_FAULT_BOOT_RECV] = {"boot.recv", CAN_FD | CAN_IO, WEFT_SUB_BOOT},
-    [WEFT_FAULT_BOOT_ACCEPT] = {"boot.accept", CAN_IO, WEFT_SUB_BOOT},
+    [WEFT_FAULT_BOOT_ACCEPT] = {"boot.accept", CAN_EINTR, WEFT_SUB_BOOT},
     [WEFT_FAULT_PROXY_REQUEST] = {"proxy.request", 0, WEFT_SUB_PROXY},
     [WEFT_FAULT_PROXY_COMPLETION] = {"proxy.completion", 0, WEFT_SUB_PROXY},
     [WEFT_FAULT_NET_SEND] = {"net.send", CAN_FD | CAN_IO, WEFT_SUB_NET},
@@ -58,7 +60,7 @@ static const struct {
     unsigned needs;
 } actions[] = {
     {"kill", ACT_KILL, 0},   {"stop", ACT_STOP, 0},     {"close", ACT_CLOSE, CAN_FD},
-    {"reset", ACT_RESET, CAN_FD}, {"eintr", ACT_EINTR, CAN_IO}, {"short", ACT_SHORT, CAN_IO},
+    {"reset", ACT_RESET, CAN_FD}, {"eintr", ACT_EINTR, CAN_EINTR}, {"short", ACT_SHORT, CAN_SHORT},
     {"delay", ACT_DELAY, 0}, {"errno", ACT_ERRNO, 0},
 };
 
@@ -137,7 +139,10 @@ static int parse_rule(const char *s, size_t n, fault_rule_t *r, char *why, size_
     r->action = actions[i].action;
     if ((actions[i].needs & sites[r->site].can) != actions[i].needs) {
         snprintf(why, len, "action %s needs %s, which site %s has not", actions[i].name,
-                 actions[i].needs == CAN_FD ? "a socket" : "a system call", sites[r->site].name);
+                 actions[i].needs == CAN_FD      ? "a socket"
+                 : actions[i].needs == CAN_EINTR ? "a system call"
+                                                 : "a system call that moves bytes",
+                 sites[r->site].name);
         return 0;
     }
     r->arg = r->action == ACT_DELAY ? 1000 : r->action == ACT_ERRNO ? ECONNRESET : 0;

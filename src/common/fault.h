@@ -20,8 +20,10 @@
  *          call fails with EINTR once), short (the call moves half the
  *          bytes), delay[=ms] (default 1000), errno[=NAME] (the call fails
  *          with that error, default ECONNRESET).
- * close and reset need a socket; eintr and short a system call: a spec that
- * asks for them elsewhere is refused at init.
+ * close and reset need a socket (every site but boot.connect, boot.accept,
+ * proxy.* and coll.*), eintr a system call (those and boot.accept), short
+ * one that moves bytes (not boot.accept): a spec that asks for them
+ * elsewhere is refused at init.
  */
 #ifndef WEFT_FAULT_H
 #define WEFT_FAULT_H
