@@ -2,6 +2,7 @@
 #include "config.h"
 #include "bootstrap.h"
 #include "conn.h"
+#include "fault.h"
 #include "listener.h"
 #include "log.h"
 #include "param.h"
@@ -57,7 +58,7 @@ static weft_status_t join_root(weft_bootstrap_t *b, const weft_bootstrap_args_t 
     while (weft_ms_left(deadline) > 0) {
         int fd;
         weft_conn_t *c;
-        weft_status_t status = weft_sock_connect_start(a->root, &fd);
+        weft_status_t status = WEFT_FAULT_OR(WEFT_FAULT_BOOT_CONNECT, weft_sock_connect_start(a->root, &fd));
         attempts++;
         if (status == WEFT_ERR_SYSTEM)
             return status;
@@ -388,7 +389,7 @@ static weft_conn_t *out_link(weft_bootstrap_t *b, int peer, weft_status_t *statu
 
     if (b->out[peer])
         return b->out[peer];
-    *status = weft_sock_connect_start(&b->peers[peer].addr, &fd);
+    *status = WEFT_FAULT_OR(WEFT_FAULT_BOOT_CONNECT, weft_sock_connect_start(&b->peers[peer].addr, &fd));
     if (*status != WEFT_OK && *status != WEFT_INPROGRESS) {
         *status = WEFT_ERR_REMOTE;
         return NULL;

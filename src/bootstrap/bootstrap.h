@@ -35,9 +35,10 @@
  */
 weft_status_t weft_root_start(const weft_addr_t *bind, const weft_auth_t *auth, int nranks,
                               int timeout_ms, weft_addr_t *bound);
-/* Stops the root this process runs at @p bound (if any) and waits until
- * its thread has ended: a failed init leaves no thread behind. */
-void weft_root_stop(const weft_addr_t *bound);
+/* Stops the root this process runs at @p bound for the job of @p secret
+ * (if any; another job's root there is left alone) and waits until its
+ * thread has ended: a failed init leaves no thread behind. */
+void weft_root_stop(const weft_addr_t *bound, const uint8_t secret[WEFT_SECRET_BYTES]);
 
 typedef struct weft_bootstrap weft_bootstrap_t;
 

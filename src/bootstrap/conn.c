@@ -1,5 +1,6 @@
 #include "config.h"
 #include "conn.h"
+#include "fault.h"
 #include "log.h"
 #include "param.h"
 #include "sock.h"
@@ -173,7 +174,8 @@ short weft_conn_events(const weft_conn_t *c)
 static int read_some(weft_conn_t *c, uint8_t *buf, size_t *have, size_t want)
 {
     while (*have < want) {
-        ssize_t n = recv(c->fd, buf + *have, want - *have, MSG_DONTWAIT);
+        ssize_t n =
+            WEFT_FAULT_RECV(weft_fault_conn_site(c->purpose, 0), c->fd, buf + *have, want - *have, MSG_DONTWAIT);
         if (n > 0) {
             *have += (size_t)n;
             continue;
@@ -192,8 +194,8 @@ static int read_some(weft_conn_t *c, uint8_t *buf, size_t *have, size_t want)
 static weft_status_t flush_out(weft_conn_t *c)
 {
     while (c->out_off < c->out_len) {
-        ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
-                         MSG_DONTWAIT | MSG_NOSIGNAL);
+        ssize_t n = WEFT_FAULT_SEND(weft_fault_conn_site(c->purpose, 1), c->fd, c->out + c->out_off,
+                                    c->out_len - c->out_off, MSG_DONTWAIT | MSG_NOSIGNAL);
         if (n > 0) {
             c->out_off += (size_t)n;
             continue;

@@ -1,4 +1,5 @@
 #include "config.h"
+#include "fault.h"
 #include "listener.h"
 #include "log.h"
 #include "sock.h"
@@ -59,7 +60,9 @@ void weft_listener_accept(int lfd, const weft_auth_t *auth, weft_purpose_t purpo
         weft_conn_t *c, **tail;
 
         from.len = sizeof(from.u.ss);
-        fd = accept4(lfd, &from.u.sa, &from.len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        fd = WEFT_FAULT_HIT(purpose <= WEFT_PURPOSE_PEER ? WEFT_FAULT_BOOT_ACCEPT : WEFT_FAULT_NONE, -1) < 0
+                 ? -1
+                 : accept4(lfd, &from.u.sa, &from.len, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0) {
             if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
                 accept_backoff(errno);

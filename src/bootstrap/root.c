@@ -265,13 +265,14 @@ static void *root_thread(void *arg)
     return NULL;
 }
 
-void weft_root_stop(const weft_addr_t *bound)
+void weft_root_stop(const weft_addr_t *bound, const uint8_t secret[WEFT_SECRET_BYTES])
 {
     uint64_t one = 1;
     root_t *r;
     pthread_mutex_lock(&roots_lock);
     for (r = roots; r; r = r->next)
-        if (r->bound.len == bound->len && memcmp(&r->bound.u, &bound->u, bound->len) == 0)
+        if (r->bound.len == bound->len && memcmp(&r->bound.u, &bound->u, bound->len) == 0 &&
+            memcmp(r->auth.secret, secret, WEFT_SECRET_BYTES) == 0)
             break;
     if (r) {
         if (write(r->stop_fd, &one, sizeof(one)) < 0)

@@ -3,6 +3,7 @@
  * channels and scratch they run on, and the public entry points.
  */
 #include "config.h"
+#include "fault.h"
 #include "coll.h"
 #include "comm.h"
 #include "mem.h"
@@ -716,7 +717,7 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
     comm->coll->last_launch = l;
     comm->coll->last_launch.args = &comm->coll->last_args;
     comm->coll->has_last = 1;
-    return comm->gpu->launch(comm->gctx, &l, stream->s);
+    return WEFT_FAULT_OR(WEFT_FAULT_COLL_LAUNCH, comm->gpu->launch(comm->gctx, &l, stream->s));
 }
 
 weft_status_t weft_coll_replay_last(weft_comm_t *comm, weft_stream_t *stream)

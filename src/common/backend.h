@@ -221,6 +221,7 @@ typedef struct {
 typedef struct {
     const weft_auth_t *auth;  /* the job's secret: every connection authenticates */
     int rank;
+    int nranks;               /* a peer's IDENT naming a rank outside [0, nranks) is refused */
     weft_addr_t local;        /* where this rank's bootstrap listens (port 0) */
     int op_timeout_ms;        /* no progress this long on a busy endpoint: an error */
     int handshake_timeout_ms;

@@ -86,6 +86,11 @@ void weft_log_set_rank(int rank)
     __atomic_store_n(&log_rank, rank, __ATOMIC_RELAXED);
 }
 
+int weft_log_rank(void)
+{
+    return __atomic_load_n(&log_rank, __ATOMIC_RELAXED);
+}
+
 int weft_log_enabled(weft_log_level_t level, unsigned subsys)
 {
     pthread_once(&log_once, log_init);

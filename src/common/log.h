@@ -28,6 +28,8 @@ typedef enum {
 
 /* Rank shown in messages of this process (-1 before a communicator). */
 void weft_log_set_rank(int rank);
+/* That rank (-1 before a communicator); for messages of code that has no communicator at hand. */
+int weft_log_rank(void);
 int weft_log_enabled(weft_log_level_t level, unsigned subsys);
 void weft_log_write(weft_log_level_t level, unsigned subsys, const char *fmt,
                     ...) __attribute__((format(printf, 3, 4)));

@@ -90,6 +90,10 @@ WEFT_PARAM(IB_HCA, "WEFT_IB_HCA", STR, "",
            "ib: HCAs to use, e.g. mlx5_0:1,mlx5_1 (prefix match; ^ excludes; =exact)")
 WEFT_PARAM(IB_GID_INDEX, "WEFT_IB_GID_INDEX", INT, "-1",
            "ib (RoCE): GID index to use; -1 picks a RoCE v2 IPv4-mapped GID, else v2, else v1")
+WEFT_PARAM(FAULT, "WEFT_FAULT", STR, "",
+           "tests only: fault points, site:nth[+]:action[=arg],... (src/common/fault.h: sites boot.connect, "
+           "boot.send, boot.recv, boot.accept, proxy.request, proxy.completion, net.send, net.recv, net.sideband, "
+           "coll.launch, coll.wait; actions kill, stop, close, reset, eintr, short, delay[=ms], errno[=NAME])")
 WEFT_PARAM(TOPO_FILE, "WEFT_TOPO_FILE", STR, "",
            "hwloc XML file to take the topology from instead of probing this machine")
 

@@ -1,4 +1,5 @@
 #include "config.h"
+#include "fault.h"
 #include "comm.h"
 #include "mem.h"
 #include "conn.h"
@@ -55,7 +56,7 @@ static weft_status_t params_check(void)
                    p->size ? "a size" : "an integer", p->min, p->max, p->size ? " (K, M, G suffixes allowed)" : "");
         return WEFT_ERR_INVALID_ARGUMENT;
     }
-    return WEFT_OK;
+    return weft_fault_init();
 }
 
 static int config_int(const weft_comm_config_t *cfg, size_t offset, int fallback)
@@ -311,7 +312,7 @@ weft_status_t weft_comm_init(const weft_unique_id_t *id, int nranks, int rank, c
     /* A job that did not come together in time is over: the id's root, if
      * this process runs it, goes too (other failures leave the id usable). */
     if (status == WEFT_ERR_TIMEOUT || status == WEFT_ERR_ABORTED)
-        weft_root_stop(&uid.root);
+        weft_root_stop(&uid.root, uid.secret);
     memset(&uid, 0, sizeof(uid));
     return status;
 }
@@ -406,7 +407,7 @@ weft_status_t weft_comm_init_from_env(const weft_comm_config_t *config, weft_com
     if (rank == 0 && !(id_text && *id_text))
         weft_trust_local_forget(&uid.root); /* every rank has joined, or init failed */
     if (rank == 0 && status != WEFT_OK)
-        weft_root_stop(&uid.root); /* no root thread outlives a failed init */
+        weft_root_stop(&uid.root, uid.secret); /* no root thread outlives a failed init */
     memset(&uid, 0, sizeof(uid));
     return status;
 }

@@ -48,6 +48,7 @@ weft_status_t weft_comm_net_get(weft_comm_t *comm, int idx, weft_comm_net_t **ou
     }
     env.auth = &comm->auth;
     env.rank = comm->rank;
+    env.nranks = comm->nranks;
     weft_bootstrap_local_addr(comm->boot, &env.local);
     env.op_timeout_ms = comm->op_timeout_ms;
     env.handshake_timeout_ms = (int)weft_param_int(WEFT_P_HANDSHAKE_TIMEOUT_MS);

@@ -12,6 +12,7 @@
  * sleep (<= 1 ms).
  */
 #include "config.h"
+#include "fault.h"
 #include "semaphore.h"
 #include "proxy.h"
 #include "stream.h"
@@ -77,6 +78,8 @@ static weft_status_t execute(weft_proxy_t *p, uint64_t w0, uint64_t w1)
     s = p->chans[ch];
     c = s->conn;
     p->failed_peer = c->peer;
+    if ((status = WEFT_FAULT_OR(WEFT_FAULT_PROXY_REQUEST, WEFT_OK)) != WEFT_OK)
+        return status;
     if (type == WEFT_TRIGGER_BASE) {
         p->base_src[ch] = (uint32_t)w0;
         p->base_dst[ch] = (uint32_t)(w0 >> 32);
@@ -202,6 +205,7 @@ static void *proxy_main(void *arg)
         __atomic_store_n(&t->w1, 0, __ATOMIC_RELAXED);
         p->failed_peer = -1; /* execute names the peer once it knows the channel */
         weft_status_t status = execute(p, w0, w1 & ~(1ull << 63));
+        status = status == WEFT_OK ? WEFT_FAULT_OR(WEFT_FAULT_PROXY_COMPLETION, WEFT_OK) : status;
         /* A failed trigger is recorded (device waits give up, the host
          * reports it) and consumed: the proxy keeps serving the other
          * channels rather than leaving every waiter to its deadline. */

@@ -1,5 +1,6 @@
 /* Streams and launches of built-in kernels. */
 #include "config.h"
+#include "fault.h"
 #include "comm.h"
 #include "stream.h"
 #include "kernels.h"
@@ -78,7 +79,7 @@ weft_status_t weft_stream_synchronize(weft_stream_t *st)
     weft_status_t status;
     if (!st)
         return WEFT_ERR_INVALID_ARGUMENT;
-    if ((status = st->comm->gpu->stream_sync(st->comm->gctx, st->s)) != WEFT_OK)
+    if ((status = WEFT_FAULT_OR(WEFT_FAULT_COLL_WAIT, st->comm->gpu->stream_sync(st->comm->gctx, st->s))) != WEFT_OK)
         return status;
     return weft_comm_check_device(st->comm);
 }

@@ -238,7 +238,7 @@ static ncclResult_t read_config(const char *what, const ncclConfig_t *cfg, comm_
     size = cfg->size;
 #define HAS(f) (offsetof(ncclConfig_t, f) + sizeof(cfg->f) <= size)
 #define BAD_INT(f, lo, hi) (HAS(f) && cfg->f != NCCL_CONFIG_UNDEF_INT && (cfg->f < (lo) || cfg->f > (hi)))
-    if (cfg->magic != NCCL_API_MAGIC || !HAS(blocking))
+    if (!HAS(blocking) || cfg->magic != NCCL_API_MAGIC) /* blocking lies after magic */
         return nccl_fail(ncclInvalidArgument, "%s: config was not set up with NCCL_CONFIG_INITIALIZER", what);
     if (BAD_INT(blocking, 0, 1))
         return nccl_fail(ncclInvalidArgument, "%s: config blocking is %d (0 or 1)", what, cfg->blocking);

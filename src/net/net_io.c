@@ -1,6 +1,7 @@
 /* Whole-buffer socket I/O for the data path: short transfers, EINTR,
  * deadlines without progress, and stop/abort descriptors. */
 #include "config.h"
+#include "fault.h"
 #include "net_sideband.h"
 
 #include <errno.h>
@@ -52,7 +53,7 @@ weft_status_t weft_net_send_all(int fd, struct iovec *iov, int iovcnt, int idle_
             msg.msg_iovlen--;
             continue;
         }
-        n = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        n = WEFT_FAULT_SENDMSG(WEFT_FAULT_NET_SEND, fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -85,7 +86,7 @@ weft_status_t weft_net_recv_all(int fd, void *buf, size_t len, int first_idle_ms
     weft_status_t status;
 
     while (have < len) {
-        ssize_t n = recv(fd, p + have, len - have, MSG_DONTWAIT);
+        ssize_t n = WEFT_FAULT_RECV(WEFT_FAULT_NET_RECV, fd, p + have, len - have, MSG_DONTWAIT);
         if (n > 0) {
             have += (size_t)n;
             continue;

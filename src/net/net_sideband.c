@@ -118,6 +118,31 @@ static weft_status_t ident_decode(const weft_frame_t *f, weft_net_ident_t *id, i
     return WEFT_OK;
 }
 
+/*
+ * Why an IDENT is refused, or NULL. The handshake proved the sender holds
+ * the job's secret; the IDENT must also name a rank of the job other than
+ * this one, be for this rank, and not repeat a socket already identified
+ * (a second claim to one socket of a connection is a forgery or a replay:
+ * the first stays, and claim() still checks the whole set).
+ */
+static const char *ident_refused(const weft_sb_listener_t *l, weft_status_t status, const weft_net_ident_t *id,
+                                 int index, int nsock)
+{
+    const weft_net_env_t *env = l->env;
+    if (status != WEFT_OK)
+        return "a malformed IDENT";
+    if (id->to_rank != env->rank)
+        return "its IDENT is for another rank";
+    if (id->from_rank < 0 || id->from_rank >= env->nranks)
+        return "its IDENT names a rank outside the job";
+    if (id->from_rank == env->rank)
+        return "its IDENT names this rank as the sender";
+    for (const ident_sock_t *r = l->ready; r; r = r->next)
+        if (r->id.from_rank == id->from_rank && r->id.seq == id->seq && (r->index == index || r->nsock != nsock))
+            return "its IDENT repeats a socket of a connection already identified";
+    return NULL;
+}
+
 /* A pending connection sent its IDENT: check it, reply, and move its
  * socket to the ready list. The connection is freed either way. */
 static void pending_identified(weft_sb_listener_t *l, weft_conn_t *c)
@@ -129,9 +154,11 @@ static void pending_identified(weft_sb_listener_t *l, weft_conn_t *c)
     uint8_t reply[4] = {0};
     int index, nsock;
     weft_status_t status = ident_decode(f, &id, &index, &nsock);
+    const char *why = ident_refused(l, status, &id, index, nsock);
 
-    if (status != WEFT_OK || id.to_rank != env->rank) {
-        weft_warn(WEFT_SUB_NET, "rank %d: dropping a data connection with a malformed IDENT", env->rank);
+    if (why) {
+        /* one line per refused socket; the listener goes on */
+        weft_warn(WEFT_SUB_NET, "rank %d: refusing a data connection from %s: %s", env->rank, c->peer, why);
         goto drop;
     }
     weft_conn_frame_done(c);

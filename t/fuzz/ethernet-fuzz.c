@@ -45,6 +45,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         abort();
     env.auth = fuzz_auth();
     env.rank = 1;
+    env.nranks = 4;
     env.op_timeout_ms = 200;
     env.handshake_timeout_ms = 200;
     env.wake_fd = -1;

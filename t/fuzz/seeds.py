@@ -120,7 +120,54 @@ put("sideband", "other-connection", bytes([0, 0, 16]) + sock(ident(3, 1, 2, 0, 1
 put("sideband", "wrong-rank", bytes([0, 0, 16]) + sock(ident(0, 5, 0, 0, 1)))
 put("sideband", "short-ident", bytes([0, 0, 16]) + sock(ident(0, 1, 0, 0, 1)[:20]))
 put("sideband", "error-frame", bytes([0, 0, 16]) + sock(struct.pack("<i", -3) + b"no", 3))
-put("sideband", "sixteen", bytes([1, 3, 16]) + b"".join(sock(ident(1, 1, 3, i, 8)) for i in range(8)))
+put("sideband", "sixteen", bytes([2, 3, 16]) + b"".join(sock(ident(2, 1, 3, i, 8)) for i in range(8)))
+# the listener's job has 3 ranks (sideband-fuzz.c): IDENTs naming rank 3, this rank (1) or a huge rank are forged
+put("sideband", "forged-rank", bytes([3, 0, 16]) + sock(ident(3, 1, 0, 0, 1)) + sock(ident(0, 1, 0, 0, 1)))
+put("sideband", "forged-self", bytes([1, 0, 16]) + sock(ident(1, 1, 0, 0, 1)))
+put("sideband", "forged-huge-rank", bytes([0, 0, 16]) + sock(ident(0x7fffffff, 1, 0, 0, 1)) + sock(ident(0, 1, 0, 0, 1)))
+
+# -- ncclConfig_t as callers of other nccl.h versions pass it ----------------------------
+# u16 declared size | u8 flags (1: commName, 2: netName) | u8 commName length | the struct after its
+# size field (ncclConfig_t of nccl.h: 96 bytes on LP64) | the strings
+UNDEF = -(2 ** 31)
+CFG_MAGIC = 0xcafebeef
+CFG_VERSION = 23000
+MAX_CFG = 1024
+
+
+def config(size, blocking=UNDEF, ints=None, magic=CFG_MAGIC, version=CFG_VERSION):
+    """the bytes after the size field of a full struct; the fuzzer cuts them at size"""
+    cga, lo, hi = (ints or {}).get("cga", UNDEF), (ints or {}).get("min", UNDEF), (ints or {}).get("max", UNDEF)
+    body = struct.pack("<IIiiii", magic, version, blocking, cga, lo, hi)
+    body += struct.pack("<Q", 0)                     # netName (set by the target)
+    body += struct.pack("<ii", UNDEF, (ints or {}).get("tc", UNDEF))  # splitShare, trafficClass
+    body += struct.pack("<Q", 0)                     # commName (set by the target)
+    body += struct.pack("<10i", *([UNDEF] * 10))     # collnetEnable .. graphStreamOrdering
+    return body
+
+
+def nccl_seed(size, flags, name, body, net=b""):
+    body = (body + bytes(MAX_CFG))[:max(size, 8) - 8]  # the target allocates max(size, 8) bytes
+    return struct.pack("<HBB", size, flags, len(name)) + body + name + net
+
+
+put("ncclconfig", "initializer", nccl_seed(96, 3, b"my-comm", config(96), b"IB"))
+put("ncclconfig", "nonblocking", nccl_seed(96, 1, b"x", config(96, blocking=0)))
+put("ncclconfig", "older-2.18", nccl_seed(56, 1, b"older", config(96)))  # up to commName
+put("ncclconfig", "older-2.14", nccl_seed(32, 0, b"", config(96, blocking=1)))  # up to maxCTAs
+put("ncclconfig", "blocking-only", nccl_seed(20, 0, b"", config(96, blocking=0)))
+put("ncclconfig", "before-blocking", nccl_seed(16, 0, b"", config(96)))
+put("ncclconfig", "size-only", nccl_seed(8, 0, b"", b""))
+put("ncclconfig", "size-zero", nccl_seed(0, 0, b"", b""))
+put("ncclconfig", "magic-cut", nccl_seed(10, 0, b"", config(96)))
+put("ncclconfig", "newer-larger", nccl_seed(400, 1, b"newer", config(96) + bytes(304)))
+put("ncclconfig", "bad-magic", nccl_seed(96, 0, b"", config(96, magic=0x12345678)))
+put("ncclconfig", "bad-blocking", nccl_seed(96, 0, b"", config(96, blocking=7)))
+put("ncclconfig", "ctas-crossed", nccl_seed(96, 0, b"", config(96, ints={"min": 8, "max": 2})))
+put("ncclconfig", "ctas-range", nccl_seed(96, 0, b"", config(96, ints={"min": 0, "max": 5000})))
+put("ncclconfig", "traffic-class", nccl_seed(96, 0, b"", config(96, ints={"tc": 256})))
+put("ncclconfig", "long-name", nccl_seed(96, 1, b"n" * 200, config(96)))
+put("ncclconfig", "empty-name", nccl_seed(96, 3, b"", config(96)))
 
 # -- ethernet data frames -------------------------------------------------------------
 KEY_A = 0x6b65792d41414141

@@ -32,6 +32,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     fuzz_env();
     env.auth = fuzz_auth();
     env.rank = 1;
+    env.nranks = 3; /* IDENTs from rank 3 are forged */
     env.op_timeout_ms = 1000;
     env.handshake_timeout_ms = 1000;
     env.wake_fd = -1;

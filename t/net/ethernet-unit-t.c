@@ -174,6 +174,7 @@ static weft_net_ctx_t *make_ctx(int rank, const char *secret_text, int wake_fd)
     weft_auth_init(auth, secret);
     env.auth = auth;
     env.rank = rank;
+    env.nranks = 4;
     weft_addr_parse("127.0.0.1:1", &env.local);
     weft_addr_set_port(&env.local, 0);
     env.op_timeout_ms = 3000;
