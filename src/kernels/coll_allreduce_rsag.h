@@ -11,27 +11,28 @@
 /*
  * The zero-copy allreduce of this team's elements [first, end): step by
  * step, rank r reduces the r-th part of the step from every rank's input
- * (in rank order) and writes the result straight into every rank's output
- * (weft_coll_reduce_to_all: each input element read once, each output
- * element written once). Each part has one reader and writer, so in place
- * is safe: a part is read before it is written. (weft_coll_mesh's last
- * barrier keeps every buffer in use until every rank is done with it.)
+ * (in rank order) into its own output, then copies that part into every
+ * peer's output. Each part has one reader and writer, so in place is safe:
+ * a part is read before it is written. (weft_coll_mesh's last barrier
+ * keeps every buffer in use until every rank is done with it.)
  */
 WEFT_DEVICE void weft_coll_allreduce_zc(const weft_kctx_t *k, weft_coll_args_t *a, const char **in, char **out,
                                         uint64_t first, uint64_t end)
 {
     uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), step = WEFT_COLL_ZC_STEP_BYTES / es;
     const char *src[WEFT_COLL_MAX_FAN];
-    char *dst[WEFT_COLL_MAX_FAN];
     for (uint64_t e0 = first; e0 < end; e0 += step) {
         uint64_t ce = end - e0 < step ? end - e0 : step;
         uint64_t lo = e0 + ce * (uint64_t)a->rank / (uint64_t)a->nranks;
         uint64_t hi = e0 + ce * (uint64_t)(a->rank + 1) / (uint64_t)a->nranks;
-        for (int p = 0; p < a->nranks; p++) {
+        char *mine = out[a->rank] + lo * es;
+        for (int p = 0; p < a->nranks; p++)
             src[p] = in[p] + lo * es;
-            dst[p] = out[p] + lo * es;
-        }
-        weft_coll_reduce_to_all(k, a, dst, src, hi - lo);
+        weft_coll_reduce_from(k, a, mine, src, hi - lo);
+        weft_coll_sync(k, a);
+        for (int q = 0; q < a->nranks; q++)
+            if (q != a->rank)
+                weft_coll_copy(k, a, out[q] + lo * es, mine, (hi - lo) * es);
     }
 }
 

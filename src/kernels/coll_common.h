@@ -363,63 +363,6 @@ avg:
     weft_coll_finish_avg(k, a, dst, n);
 }
 
-#define WEFT_COLL_FAN_OUT_LOOP(T, EXPR, AVG)                                                                 \
-    do {                                                                                                           \
-        for (uint64_t i = tid; i < n; i += nt) {                                                                   \
-            T x = ((const T *)src[0])[i];                                                                          \
-            for (int p = 1; p < a->nranks; p++) {                                                                  \
-                T y = ((const T *)src[p])[i];                                                                      \
-                x = EXPR;                                                                                          \
-            }                                                                                                      \
-            if (AVG)                                                                                               \
-                weft_scale_elem((weft_dtype_t)a->dtype, &x, a->nranks);                                            \
-            for (int q = 0; q < a->nranks; q++)                                                                    \
-                ((T *)dst[q])[i] = x;                                                                              \
-        }                                                                                                          \
-    } while (0)
-#define WEFT_COLL_FAN_OUT_OPS(T)                                                                                   \
-    switch (a->op) {                                                                                               \
-    case WEFT_SUM: WEFT_COLL_FAN_OUT_LOOP(T, x + y, 0); return;                                                  \
-    case WEFT_AVG: WEFT_COLL_FAN_OUT_LOOP(T, x + y, 1); return;                                                  \
-    case WEFT_MIN: WEFT_COLL_FAN_OUT_LOOP(T, y < x ? y : x, 0); return;                                         \
-    case WEFT_MAX: WEFT_COLL_FAN_OUT_LOOP(T, y > x ? y : x, 0); return;                                         \
-    default: break;                                                                                                \
-    }
-
-/*
- * dst[q][i] = the reduction of src[0][i] .. src[nranks - 1][i] in rank
- * order, for every rank q, i < n (AVG divided): the reduce-scatter and the
- * allgather of one part in one pass, so each input element is read once
- * and each output written once, never read back. The same thread reads
- * every source of element i before it writes any destination: in place
- * (dst[q] == src[q]) is safe. nranks <= WEFT_COLL_MAX_FAN, every pointer
- * aligned to the element size.
- */
-WEFT_DEVICE void weft_coll_reduce_to_all(const weft_kctx_t *k, weft_coll_args_t *a, char *const *dst,
-                                         const char *const *src, uint64_t n)
-{
-    size_t es = weft_dtype_size((weft_dtype_t)a->dtype), tid = weft_coll_tid(k, a), nt = weft_coll_nt(k, a);
-    switch (a->dtype) {
-    case WEFT_FLOAT32: WEFT_COLL_FAN_OUT_OPS(float); break;
-    case WEFT_FLOAT64: WEFT_COLL_FAN_OUT_OPS(double); break;
-    case WEFT_UINT32: WEFT_COLL_FAN_OUT_OPS(uint32_t); break;
-    case WEFT_UINT64: WEFT_COLL_FAN_OUT_OPS(uint64_t); break;
-    default: break;
-    }
-    for (uint64_t i = tid; i < n; i += nt) {
-        uint64_t acc = 0; /* es <= 8 */
-        for (size_t j = 0; j < es && j < sizeof(acc); j++)
-            ((char *)&acc)[j] = src[0][i * es + j];
-        for (int p = 1; p < a->nranks; p++)
-            weft_reduce_elem((weft_dtype_t)a->dtype, (weft_redop_t)a->op, &acc, src[p] + i * es);
-        if (a->op == WEFT_AVG)
-            weft_scale_elem((weft_dtype_t)a->dtype, &acc, a->nranks);
-        for (int q = 0; q < a->nranks; q++)
-            for (size_t j = 0; j < es && j < sizeof(acc); j++)
-                dst[q][i * es + j] = ((char *)&acc)[j];
-    }
-}
-
 WEFT_DEVICE void weft_coll_reduce_all(const weft_kctx_t *k, weft_coll_args_t *a, char *dst, uint64_t off, uint64_t n)
 {
     size_t es = weft_dtype_size((weft_dtype_t)a->dtype);
