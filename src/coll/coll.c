@@ -418,6 +418,41 @@ static weft_status_t switch_setup(weft_comm_t *comm, struct weft_coll_ctx *x)
     return status;
 }
 
+/*
+ * The default most blocks of a team-per-block launch: one per
+ * multiprocessor of the device, shared among the ranks that run on it
+ * (every rank's block b must be resident at once: each team meets its
+ * peers at every chunk), at most WEFT_COLL_MAX_TEAMS; the smallest over
+ * the ranks, since every rank must launch the same shape. Measured on an
+ * H200 (132 SMs) under MPS: at 2 ranks, 64 blocks a rank moved 3.2x what
+ * 16 did through windows (256 MiB allreduce, 110 -> 353 GB/s) and 2.5x
+ * staged; at 8 ranks, 32 or 64 blocks a rank (more than the SMs in all)
+ * never finished. No multiprocessor count (an unknown device): 16.
+ * Collective (an allgather).
+ */
+static weft_status_t agree_team_blocks(weft_comm_t *comm, unsigned *out)
+{
+    weft_gpu_props_t props;
+    unsigned *all, sharing = 0, n = 16;
+    weft_status_t status;
+    memset(&props, 0, sizeof(props));
+    if (comm->gpu->props(comm->gctx, &props) == WEFT_OK && props.sm_count) {
+        for (int r = 0; r < comm->nranks; r++)
+            sharing += comm->same_device && comm->same_device[r];
+        n = props.sm_count / WEFT_MAX(sharing, 1u);
+    }
+    if (!(all = calloc((size_t)comm->nranks, sizeof(*all))))
+        return WEFT_ERR_NO_MEMORY;
+    all[comm->rank] = WEFT_MAX(1u, WEFT_MIN(n, (unsigned)WEFT_COLL_MAX_TEAMS));
+    if ((status = weft_bootstrap_allgather(comm, all, sizeof(*all))) == WEFT_OK) {
+        *out = all[0];
+        for (int r = 1; r < comm->nranks; r++)
+            *out = WEFT_MIN(*out, all[r]);
+    }
+    free(all);
+    return status;
+}
+
 /* Collective: every rank sets its context up in its first collective. */
 static weft_status_t coll_setup(weft_comm_t *comm)
 {
@@ -491,16 +526,18 @@ shape:
      * processes, 32 blocks per rank with a grid barrier were 10x slower
      * than one and, with 8 ranks, hit the device timeout); the
      * team-per-block bodies one block per 64 KiB of message, up to
-     * WEFT_COLL_TEAM_BLOCKS, 16 (on the H200 shared by 8 processes, 16
-     * blocks moved 9x what one did at 256 MiB, 4 blocks 3.4x; at 16 KiB
-     * one block is as fast). WEFT_COLL_BLOCKS sets both (the
+     * WEFT_COLL_TEAM_BLOCKS, by default the device's multiprocessors
+     * shared among the ranks on it (agree_team_blocks). WEFT_COLL_BLOCKS sets both (the
      * host tests run them with 3 and 5). Every rank must agree (the
      * parameters are the same on every rank). */
     x->nblocks = 1;
     x->nthreads = (comm->caps & WEFT_CAP_CPU_ACCESS) ? 1 : (unsigned)weft_param_int(WEFT_P_COLL_THREADS) / 32 * 32;
-    x->team_blocks = (comm->caps & WEFT_CAP_CPU_ACCESS)
-                         ? 1
-                         : (unsigned)WEFT_MAX(1, WEFT_MIN(weft_param_int(WEFT_P_COLL_TEAM_BLOCKS), WEFT_COLL_MAX_TEAMS));
+    if (comm->caps & WEFT_CAP_CPU_ACCESS)
+        x->team_blocks = 1;
+    else if (weft_param_int(WEFT_P_COLL_TEAM_BLOCKS) > 0)
+        x->team_blocks = (unsigned)WEFT_MIN(weft_param_int(WEFT_P_COLL_TEAM_BLOCKS), WEFT_COLL_MAX_TEAMS);
+    else if ((status = agree_team_blocks(comm, &x->team_blocks)) != WEFT_OK)
+        goto err;
     if (weft_param_int(WEFT_P_COLL_BLOCKS) > 0) {
         x->nblocks = x->team_blocks = (unsigned)WEFT_MIN(weft_param_int(WEFT_P_COLL_BLOCKS), WEFT_COLL_MAX_TEAMS);
         x->team_forced = 1;

@@ -54,6 +54,7 @@ typedef struct {
     int pci_bus;            /* -1 if not a PCI device */
     char pci_bus_id[32];    /* "0000:17:00.0" or "" */
     unsigned max_blocks;    /* most blocks one launch may have */
+    unsigned sm_count;      /* multiprocessors (SMs, CUs); 0 if not a GPU */
 } weft_gpu_props_t;
 
 /* One device allocation, described to the core. */

@@ -63,8 +63,9 @@ WEFT_PARAM(COLL_BLOCKS, "WEFT_COLL_BLOCKS", INT, "0",
            "blocks of every collective launch (0: the defaults: one, and WEFT_COLL_TEAM_BLOCKS for the mesh algorithms)")
 WEFT_PARAM(COLL_THREADS, "WEFT_COLL_THREADS", INT, "512",
            "GPU backends: threads of each block of a collective launch (64..1024, a multiple of 32)")
-WEFT_PARAM(COLL_TEAM_BLOCKS, "WEFT_COLL_TEAM_BLOCKS", INT, "16",
-           "GPU: most blocks of a mesh collective's launch, one per 64 KiB of message (each block a team of its own)")
+WEFT_PARAM(COLL_TEAM_BLOCKS, "WEFT_COLL_TEAM_BLOCKS", INT, "0",
+           "GPU: most blocks of a mesh collective's launch, one per 64 KiB of message (each block a team of its own); "
+           "0 (default): the device's multiprocessors shared among the ranks on it, at most 64")
 WEFT_PARAM(GPU_WORK_QUEUES, "WEFT_GPU_WORK_QUEUES", INT, "8",
            "cuda, hip: hardware work queues to ask for before the runtime starts (sets CUDA_DEVICE_MAX_CONNECTIONS "
            "or GPU_MAX_HW_QUEUES unless already set), so the proxy's copies never queue behind a running kernel; "
@@ -112,7 +113,7 @@ WEFT_PARAM_RANGE(COLL_SCRATCH_BYTES, 4096, 1L << 30, SIZE)
 WEFT_PARAM_RANGE(COLL_PACKET_MAX_BYTES, 0, 1L << 26, SIZE)
 WEFT_PARAM_RANGE(CHECK_ARGS, 0, 1, NUM)
 WEFT_PARAM_RANGE(COLL_BLOCKS, 0, 1024, NUM)
-WEFT_PARAM_RANGE(COLL_TEAM_BLOCKS, 1, 1024, NUM)
+WEFT_PARAM_RANGE(COLL_TEAM_BLOCKS, 0, 1024, NUM)
 WEFT_PARAM_RANGE(COLL_THREADS, 64, 1024, NUM)
 WEFT_PARAM_RANGE(GPU_WORK_QUEUES, 0, 128, NUM)
 WEFT_PARAM_RANGE(CUDA_VMM, 0, 1, NUM)

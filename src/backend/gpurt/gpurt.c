@@ -152,6 +152,7 @@ static weft_status_t gpurt_props(weft_gpu_ctx_t *ctx, weft_gpu_props_t *p)
     snprintf(p->pci_bus_id, sizeof(p->pci_bus_id), "%04x:%02x:%02x.0", (unsigned)prop.pciDomainID,
              (unsigned)prop.pciBusID, (unsigned)prop.pciDeviceID);
     p->max_blocks = (unsigned)prop.multiProcessorCount * 4;
+    p->sm_count = (unsigned)prop.multiProcessorCount;
     return WEFT_OK;
 }
 
