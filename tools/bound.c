@@ -34,10 +34,9 @@ static int network_algo(const char *algo)
  * Allreduce.
  * - zero-copy reduce-scatter + allgather (rsag on windows): each rank reads
  *   its 1/n share from every rank's input (n x S/n = S read), writes the
- *   reduced share into every rank's output (n x S/n = S written): 2S. (The
- *   kernel writes its own output first and copies from it to the peers, a
- *   further (n-1)/n S read, cache-resident on a GPU for 1 MiB steps: not
- *   counted.)
+ *   reduced share into every rank's output (n x S/n = S written): 2S, as the
+ *   kernel does it (one pass: each input element read once, each output
+ *   element written once).
  * - staged rsag: the zero-copy traffic plus the copies through scratch:
  *   copy in (read S, write S); reduce the share from every rank's scratch
  *   (read S, write S/n into scratch); copy every share out of scratch into
