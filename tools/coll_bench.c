@@ -222,6 +222,15 @@ static int timed(bench_t *b, uint64_t count, int inplace, double *us)
         st = weft_stream_synchronize(b->stream);
     if (st == WEFT_OK)
         st = weft_bootstrap_barrier(b->comm);
+    /* The bootstrap barrier (TCP) lets ranks go tens of microseconds apart,
+     * which a mean over -n calls would count as the collective's time (MPI's
+     * runs start from MPI_Barrier, a shared-memory barrier). One more call,
+     * waited for, lines the ranks up as closely as the collective itself
+     * does; the timed calls start from there. */
+    if (st == WEFT_OK)
+        st = call(b, count, inplace);
+    if (st == WEFT_OK)
+        st = weft_stream_synchronize(b->stream);
     t0 = perf_now_us();
     for (int i = 0; i < b->o->iters && st == WEFT_OK; i++) {
         st = call(b, count, inplace);
@@ -271,6 +280,32 @@ static double memcpy_gbps(unsigned char *dst, const unsigned char *src, size_t b
     return t[3] > 0 ? (double)bytes / t[3] / 1e3 : 0;
 }
 
+/* One row against the bound (--bound). */
+typedef struct {
+    const char *algo, *path;
+    double moved;       /* bytes per rank through memory */
+    double bound_us;    /* -1: none */
+    double bound_busbw; /* GB/s */
+    double ratio;       /* bound time / achieved time: achieved busbw / bound busbw */
+    double over_floor;  /* achieved time / launch floor */
+} row_bound_t;
+
+static void row_bound(const bench_t *b, const perf_bound_t *bnd, size_t size, double us, row_bound_t *r)
+{
+    const char *algo = "p2p";
+    /* the selection is by the bytes of one rank's block, as weft_allreduce &c. see them */
+    size_t sel = (size_t)count_of(b, size) * b->es;
+    if (b->o->coll != PERF_SENDRECV && weft_coll_algorithm(b->comm, b->o->name, sel, &algo) != WEFT_OK)
+        algo = "?";
+    r->algo = algo;
+    /* windows make the mesh bodies zero-copy; the packet ones stage regardless */
+    r->moved = perf_bytes_per_rank(b->o->coll, algo, b->o->window, b->nranks, size, &r->path);
+    r->bound_us = perf_bound_us(r->moved, bnd->sharing, bnd->copy_gbs);
+    r->bound_busbw = r->bound_us > 0 ? (double)size / r->bound_us / 1e3 * bus_factor(b) : -1;
+    r->ratio = r->bound_us > 0 && us > 0 ? r->bound_us / us : -1;
+    r->over_floor = bnd->floor_us > 0 ? us / bnd->floor_us : -1;
+}
+
 int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
 {
     bench_t b;
@@ -282,10 +317,18 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
     perf_ref_t *ref = NULL;
     weft_comm_window_t *wsend = NULL, *wrecv = NULL;
     double last_ref_us = 0, last_us = 0;
-    size_t last_size = 0;
+    perf_bound_t bnd;
+    perf_point_t bound_pts[128], floor_pts[128];
+    char bound_head[3][96] = {"", "", ""};
+    double ratio_min = 0, ratio_max = 0, ratio_last = 0, floor_ratio_min = 0;
+    int nratios = 0;
+    size_t last_size = 0, first_size = 0;
+    double first_us = 0;
+    row_bound_t rb;
     int nsizes = 0, rc = 0, show_progress;
 
     memset(&b, 0, sizeof(b));
+    memset(&bnd, 0, sizeof(bnd));
     b.comm = comm;
     b.o = o;
     b.t = (weft_dtype_t)o->dtype;
@@ -337,6 +380,10 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
         if (o->vs == PERF_VS_NCCL && !(ref = perf_nccl_ref_open(comm, b.stream, o, why, sizeof(why))) && b.rank == 0)
             printf("# --vs nccl: %s; weft runs alone\n", why);
     }
+    if (o->bound && perf_bound_measure(comm, b.stream, &bnd) != 0) {
+        rc = 3;
+        goto out;
+    }
     if (b.rank == 0) {
         const char *backend = "?", *algo = "?";
         weft_comm_backend(comm, &backend);
@@ -346,17 +393,37 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
                o->name, b.nranks, backend, dtype_names[b.t], op_names[b.op], o->root, o->iters, o->warmup,
                o->check ? "on" : "off", o->window ? ", buffers in windows" : "");
         weft_coll_algorithm(comm, o->name, o->min_bytes, &algo);
+        if (o->bound) {
+            printf("# copy rate B         : %.1f GB/s read+write (%zu-byte device-to-device copies, median of 7: "
+                   "one rank alone %.1f, %d ranks at once %.1f in all)\n",
+                   bnd.copy_gbs, bnd.copy_bytes, bnd.copy_alone_gbs, bnd.sharing, bnd.copy_all_gbs);
+            printf("# launch floor        : %.2f us per empty-kernel launch, back to back on one stream, every rank "
+                   "at once (rank 0 alone: %.2f us)\n",
+                   bnd.floor_us, bnd.floor_alone_us);
+            printf("# bound               : %d ranks share one memory: bound time = %d x moved(B/rank) / B; "
+                   "ratio = bound time / out-of-place time\n",
+                   bnd.sharing, bnd.sharing);
+        }
         char ref_head[64] = "", ratio_head[64] = "";
         if (ref) {
             snprintf(ref_head, sizeof(ref_head), "        %s (out-of-place)", ref->name);
             snprintf(ratio_head, sizeof(ratio_head), "       time    busbw weft/%-4s", ref->name);
         }
-        printf("#\n# %10s %12s %8s %6s %5s %10s %8s %8s %6s %10s %8s %8s %6s%s\n", "", "", "", "", "",
-               "out-of-place", "", "", "", "in-place", "", "", "", ref_head);
-        printf("# %10s %12s %8s %6s %5s %10s %8s %8s %6s %10s %8s %8s %6s%s\n", "size", "count", "type", "redop", "root",
-               "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", ratio_head);
-        printf("# %10s %12s %8s %6s %5s %10s %8s %8s %6s %10s %8s %8s %6s%s\n", "(B)", "(elements)", "", "", "", "(us)",
-               "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", ref ? "       (us)   (GB/s)   (time)" : "");
+        if (o->bound) {
+            snprintf(bound_head[0], sizeof(bound_head[0]), "   %-9s %12s %10s %9s %6s %7s", "bound", "", "", "",
+                     "", "");
+            snprintf(bound_head[1], sizeof(bound_head[1]), "   %-9s %12s %10s %9s %6s %7s", "path", "moved", "bound",
+                     "busbw", "ratio", "/floor");
+            snprintf(bound_head[2], sizeof(bound_head[2]), "   %-9s %12s %10s %9s %6s %7s", "", "(B/rank)", "(us)",
+                     "(GB/s)", "", "(time)");
+        }
+        printf("#\n# %10s %12s %8s %6s %5s %10s %8s %8s %6s %10s %8s %8s %6s%s%s\n", "", "", "", "", "",
+               "out-of-place", "", "", "", "in-place", "", "", "", ref_head, bound_head[0]);
+        printf("# %10s %12s %8s %6s %5s %10s %8s %8s %6s %10s %8s %8s %6s%s%s\n", "size", "count", "type", "redop", "root",
+               "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", ratio_head, bound_head[1]);
+        printf("# %10s %12s %8s %6s %5s %10s %8s %8s %6s %10s %8s %8s %6s%s%s\n", "(B)", "(elements)", "", "", "", "(us)",
+               "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", ref ? "       (us)   (GB/s)   (time)" : "",
+               bound_head[2]);
         fflush(stdout);
     }
     for (size_t bytes = o->min_bytes;;) {
@@ -367,6 +434,8 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
                                    : count) * b.es;
         double us[2], ref_us = 0;
         long wrong[2] = {0, 0};
+        memset(&rb, 0, sizeof(rb));
+        rb.algo = rb.path = "-";
         for (int inplace = 0; inplace < 2; inplace++) {
             if ((o->coll == PERF_ALLTOALL || o->coll == PERF_SENDRECV || o->coll == PERF_BARRIER) && inplace) {
                 us[1] = 0;
@@ -418,23 +487,54 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
             if (ref)
                 printf(" %10.2f %8.3f %8.3f", ref_us, ref_us > 0 ? (double)size / ref_us / 1e3 * bus_factor(&b) : 0,
                        ref_us > 0 ? us[0] / ref_us : 0);
+            if (o->bound) {
+                row_bound(&b, &bnd, size, us[0], &rb);
+                if (rb.bound_us > 0)
+                    printf("   %-9s %12.0f %10.2f %9.2f %6.3f", rb.path, rb.moved, rb.bound_us, rb.bound_busbw, rb.ratio);
+                else
+                    printf("   %-9s %12s %10s %9s %6s", rb.path, "-", "-", "-", "-");
+                printf(" %7.2f", rb.over_floor);
+                if (rb.bound_us > 0) {
+                    ratio_min = nratios == 0 || rb.ratio < ratio_min ? rb.ratio : ratio_min;
+                    ratio_max = nratios == 0 || rb.ratio > ratio_max ? rb.ratio : ratio_max;
+                    ratio_last = rb.ratio;
+                    nratios++;
+                }
+                if (nsizes == 0 || rb.over_floor < floor_ratio_min)
+                    floor_ratio_min = rb.over_floor;
+            }
             printf("\n");
             fflush(stdout);
             if (json)
                 fprintf(json,
                         "{\"collective\":\"%s\",\"ranks\":%d,\"size\":%zu,\"count\":%llu,\"type\":\"%s\",\"op\":\"%s\","
                         "\"root\":%d,\"oop_time_us\":%.3f,\"oop_algbw\":%.4f,\"oop_busbw\":%.4f,\"oop_wrong\":%ld,"
-                        "\"ip_time_us\":%.3f,\"ip_algbw\":%.4f,\"ip_busbw\":%.4f,\"ip_wrong\":%ld}\n",
+                        "\"ip_time_us\":%.3f,\"ip_algbw\":%.4f,\"ip_busbw\":%.4f,\"ip_wrong\":%ld",
                         o->name, b.nranks, size, (unsigned long long)count, dtype_names[b.t], op_names[b.op],
                         o->root, us[0], alg[0], bus[0], wrong[0], us[1], alg[1], bus[1], wrong[1]);
+            if (json && o->bound) /* the bound's fields close the row's object */
+                fprintf(json,
+                        ",\"algo\":\"%s\",\"path\":\"%s\",\"moved_bytes_per_rank\":%.0f,\"ranks_per_memory\":%d,"
+                        "\"copy_rate_gbs\":%.3f,\"bound_us\":%.3f,\"bound_busbw\":%.4f,\"ratio\":%.4f,"
+                        "\"launch_floor_us\":%.3f,\"time_over_floor\":%.3f}\n",
+                        rb.algo, rb.path, rb.moved, bnd.sharing, bnd.copy_gbs, rb.bound_us, rb.bound_busbw, rb.ratio,
+                        bnd.floor_us, rb.over_floor);
+            else if (json)
+                fprintf(json, "}\n");
             if (json && ref) /* one more object per size, with the other library's figures */
                 fprintf(json, "{\"collective\":\"%s\",\"ranks\":%d,\"size\":%zu,\"library\":\"%s\","
                               "\"oop_time_us\":%.3f,\"weft_over_library\":%.4f}\n",
                         o->name, b.nranks, size, ref->name, ref_us, ref_us > 0 ? us[0] / ref_us : 0);
             bw_sum += bus[0];
             if (nsizes < 128) {
+                bound_pts[nsizes] = (perf_point_t){size, rb.bound_busbw > 0 ? rb.bound_busbw : 0};
+                floor_pts[nsizes] = (perf_point_t){size, bnd.floor_us > 0 ? (double)size / bnd.floor_us / 1e3 * bus_factor(&b) : 0};
                 pts[nsizes] = (perf_point_t){size, bus[0]};
                 ref_pts[nsizes] = (perf_point_t){size, ref_us > 0 ? (double)size / ref_us / 1e3 * bus_factor(&b) : 0};
+            }
+            if (nsizes == 0) {
+                first_size = size;
+                first_us = us[0];
             }
             last_size = size;
             last_us = us[0];
@@ -455,6 +555,14 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
             fprintf(stderr, "\r%60s\r", "");
         printf("# Out of bounds values : %ld %s\n", total_wrong, total_wrong ? "FAILED" : "OK");
         printf("# Avg bus bandwidth    : %g\n#\n", nsizes ? bw_sum / nsizes : 0.0);
+        if (o->bound) {
+            if (nratios)
+                printf("# Bound ratio          : %.3f at %zu bytes (min %.3f, max %.3f over %d sizes; B %.1f GB/s, "
+                       "%d ranks per memory)\n",
+                       ratio_last, last_size, ratio_min, ratio_max, nratios, bnd.copy_gbs, bnd.sharing);
+            printf("# Launch floor         : %.2f us; time/floor %.2f at %zu bytes (least %.2f)\n#\n", bnd.floor_us,
+                   bnd.floor_us > 0 ? first_us / bnd.floor_us : 0, first_size, floor_ratio_min);
+        }
         if (ref && o->vs == PERF_VS_MPI && last_size > 0) {
             double mc = memcpy_gbps(b.hrecv, b.hsend, last_size);
             double wb = last_us > 0 ? (double)last_size / last_us / 1e3 * bus_factor(&b) : 0;
@@ -466,12 +574,22 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
         if (o->plot) {
             char title[160];
             char ref_line[64];
-            perf_series_t series[2] = {{"weft (out of place)", pts, nsizes < 128 ? nsizes : 128},
-                                       {ref_line, ref_pts, nsizes < 128 ? nsizes : 128}};
+            char bound_line[96], floor_line[96];
+            int np = nsizes < 128 ? nsizes : 128, ns = 1;
+            perf_series_t series[4] = {{"weft (out of place)", pts, np}};
             snprintf(ref_line, sizeof(ref_line), "%s (out of place)", ref ? ref->name : "");
-            snprintf(title, sizeof(title), "weft %s, %d ranks, %s %s", o->name, b.nranks, dtype_names[b.t],
-                     op_names[b.op]);
-            if (perf_plot_svg(o->plot, title, series, ref ? 2 : 1) != 0)
+            snprintf(bound_line, sizeof(bound_line), "memory bound (B = %.0f GB/s, %d ranks per memory)",
+                     bnd.copy_gbs, bnd.sharing);
+            snprintf(floor_line, sizeof(floor_line), "launch floor (%.2f us per call)", bnd.floor_us);
+            if (ref)
+                series[ns++] = (perf_series_t){ref_line, ref_pts, np};
+            if (o->bound) {
+                series[ns++] = (perf_series_t){bound_line, bound_pts, np};
+                series[ns++] = (perf_series_t){floor_line, floor_pts, np};
+            }
+            snprintf(title, sizeof(title), "weft %s, %d ranks, %s %s%s", o->name, b.nranks, dtype_names[b.t],
+                     op_names[b.op], o->window ? ", windows" : "");
+            if (perf_plot_svg(o->plot, title, series, ns) != 0)
                 fprintf(stderr, "weft-perf: cannot write %s\n", o->plot);
         }
     }

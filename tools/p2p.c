@@ -133,10 +133,12 @@ int p2p_bench(weft_comm_t *comm, const perf_opts_t *o)
     uint32_t local_id, remote_id, chan;
     size_t max = o->max_bytes < 4096 ? 4096 : o->max_bytes;
     int nranks, rc = 1, net, nsock = 2;
-    double us;
+    double us, flag_us = 0;
     tcp_ref_t *ref = NULL;
+    perf_bound_t bnd;
 
     memset(&p, 0, sizeof(p));
+    memset(&bnd, 0, sizeof(bnd));
     p.comm = comm;
     weft_comm_rank(comm, &p.rank);
     weft_comm_size(comm, &nranks);
@@ -182,12 +184,20 @@ int p2p_bench(weft_comm_t *comm, const perf_opts_t *o)
     p.args.rank = p.rank;
     p.args.flag = 1;
 
+    if (o->bound && perf_bound_measure(comm, p.stream, &bnd) != 0)
+        goto out;
     if (p.rank == 0) {
         const char *backend = "?";
         weft_comm_backend(comm, &backend);
         printf("# weft-perf p2p: ranks 0 and 1, %s backend, %s transport%s; medians of %d repetitions\n", backend,
                net ? "ethernet" : "ipc", net ? " (port channel; reference: raw TCP, same streams)" : "", o->reps);
-        printf("#\n# %-34s %10s %12s\n", "latency (round trip)", "iters", "median(us)");
+        if (o->bound)
+            printf("# copy rate B         : %.1f GB/s read+write (%zu-byte device-to-device copies; one rank alone %.1f, "
+                   "both at once %.1f in all)\n# launch floor        : %.2f us per empty-kernel launch (rank 0 alone %.2f)\n"
+                   "# bound               : a put of S bytes reads S and writes S (only rank 0 puts): bound bw = B / 2\n",
+                   bnd.copy_gbs, bnd.copy_bytes, bnd.copy_alone_gbs, bnd.copy_all_gbs, bnd.floor_us, bnd.floor_alone_us);
+        printf("#\n# %-34s %10s %12s%s\n", "latency (round trip)", "iters", "median(us)",
+               o->bound ? "    x flag" : "");
     }
     {
         static const struct { const char *kernel, *label; } lat[] = {
@@ -200,7 +210,11 @@ int p2p_bench(weft_comm_t *comm, const perf_opts_t *o)
             int iters = o->iters * (net ? 10 : 50);
             if (run(&p, lat[i].kernel, iters, o->reps, 1, 1, &us))
                 goto out;
-            if (p.rank == 0)
+            if (i == 0)
+                flag_us = us;
+            if (p.rank == 0 && o->bound && flag_us > 0)
+                printf("  %-34s %10d %12.2f %9.2f\n", lat[i].label, iters, us, us / flag_us);
+            else if (p.rank == 0)
                 printf("  %-34s %10d %12.2f\n", lat[i].label, iters, us);
         }
     }
@@ -218,8 +232,8 @@ int p2p_bench(weft_comm_t *comm, const perf_opts_t *o)
             printf("#\n# %-12s %10s %12s %12s %14s %8s\n", "put size", "iters", "median(us)", "bw(GB/s)",
                    "rawtcp(GB/s)", "ratio");
         else
-            printf("#\n# %-12s %10s %12s %12s %12s %14s %8s\n", "put size", "iters", "median(us)", "bw(GB/s)",
-                   "wide(GB/s)", "localcopy(GB/s)", "wide/copy");
+            printf("#\n# %-12s %10s %12s %12s %12s %14s %8s%s\n", "put size", "iters", "median(us)", "bw(GB/s)",
+                   "wide(GB/s)", "localcopy(GB/s)", "wide/copy", o->bound ? "  bound(GB/s)  bw/bound wide/bound" : "");
     }
     for (size_t bytes = o->min_bytes < 1024 ? 1024 : o->min_bytes; bytes <= max; bytes *= 4) {
         int iters = bytes >= (64u << 20) ? 2 : bytes >= (1u << 20) ? 10 : 100;
@@ -245,7 +259,13 @@ int p2p_bench(weft_comm_t *comm, const perf_opts_t *o)
             if (net)
                 printf("  %-12zu %10d %12.2f %12.3f %14.3f %8.2f\n", bytes, iters, us, bw, ref_gbs,
                        ref_gbs > 0 ? bw / ref_gbs : 0);
-            else
+            else if (o->bound) {
+                /* the put's S read and S written, through B: payload rate B / 2 */
+                double bound = bnd.copy_gbs / 2;
+                printf("  %-12zu %10d %12.2f %12.3f %12.3f %14.3f %8.2f %12.3f %9.3f %10.3f\n", bytes, iters, us, bw, wbw,
+                       ref_gbs, ref_gbs > 0 ? wbw / ref_gbs : 0, bound, bound > 0 ? bw / bound : 0,
+                       bound > 0 ? wbw / bound : 0);
+            } else
                 printf("  %-12zu %10d %12.2f %12.3f %12.3f %14.3f %8.2f\n", bytes, iters, us, bw, wbw, ref_gbs,
                        ref_gbs > 0 ? wbw / ref_gbs : 0);
             fflush(stdout);

@@ -37,6 +37,7 @@ typedef struct {
     unsigned transport; /* p2p: WEFT_TRANSPORT_IPC or _ETHERNET (--transport) */
     int vs;           /* --vs: PERF_VS_MPI or PERF_VS_NCCL (the same sweep through it, side by side) */
     int window;       /* --window: the buffers are registered as collective windows (zero-copy allreduce) */
+    int bound;        /* --bound: measure the copy rate and launch floor, show each row against them */
 } perf_opts_t;
 
 #define PERF_ALL (-2)
@@ -45,6 +46,36 @@ typedef struct {
     size_t bytes;
     double busbw;
 } perf_point_t;
+
+/* --bound (bound.c): what the memory and the launch path allow, measured
+ * once per sweep in the same run. */
+typedef struct {
+    size_t copy_bytes;     /* size of the copies timed */
+    double copy_alone_gbs; /* read + write GB/s of one rank's device-to-device copy, others idle */
+    double copy_all_gbs;   /* the same summed over the ranks of one device copying at once */
+    double copy_gbs;       /* B: the larger of the two */
+    int sharing;           /* the most ranks on one device (one host's memory on the host backend) */
+    double floor_us;       /* the launch floor: us per empty-kernel launch, every rank launching at once */
+    double floor_alone_us; /* the same, rank 0 alone */
+} perf_bound_t;
+
+/* Measures the copy rate and the launch floor on @p stream (collective:
+ * every rank calls it); 0 on success. */
+int perf_bound_measure(weft_comm_t *comm, weft_stream_t *stream, perf_bound_t *b);
+
+/* Bytes each rank reads plus writes in memory for one out-of-place call of
+ * @p coll of nccl-tests size @p size over @p nranks ranks, with algorithm
+ * @p algo (weft_coll_algorithm's name) on the zero-copy (@p zero_copy: the
+ * buffers are in windows) or staged path; the mean over the ranks where
+ * they differ. *path (may be NULL): "zero-copy", "staged", "packet",
+ * "copy", "none" or "network". -1 where the memory is not the bound (no
+ * data, or a network algorithm). */
+double perf_bytes_per_rank(perf_coll_t coll, const char *algo, int zero_copy, int nranks, size_t size,
+                           const char **path);
+
+/* The bound time, us: @p sharing ranks' bytes through a memory of
+ * @p copy_gbs (read + write); -1 where there is none. */
+double perf_bound_us(double bytes_per_rank, int sharing, double copy_gbs);
 
 /* One line of a plot: a library or a run. */
 typedef struct {

@@ -269,13 +269,13 @@ static int rerun_under_mpirun(int nranks, int argc, char **argv)
 #endif
 
 /* Long options: accepted before and after the operation. */
-enum { OPT_RANKS = 256, OPT_BACKEND, OPT_ALGO, OPT_JSON, OPT_PLOT, OPT_TRANSPORT, OPT_VS, OPT_WINDOW, OPT_HELP };
+enum { OPT_RANKS = 256, OPT_BACKEND, OPT_ALGO, OPT_JSON, OPT_PLOT, OPT_TRANSPORT, OPT_VS, OPT_WINDOW, OPT_BOUND, OPT_HELP };
 static const struct option longopts[] = {
     {"ranks", required_argument, NULL, OPT_RANKS}, {"backend", required_argument, NULL, OPT_BACKEND},
     {"algo", required_argument, NULL, OPT_ALGO},   {"json", required_argument, NULL, OPT_JSON},
     {"plot", required_argument, NULL, OPT_PLOT},   {"transport", required_argument, NULL, OPT_TRANSPORT},
     {"vs", required_argument, NULL, OPT_VS},       {"window", no_argument, NULL, OPT_WINDOW},
-    {"help", no_argument, NULL, 'h'},
+    {"bound", no_argument, NULL, OPT_BOUND},       {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}};
 
 /* 0, or the exit code after a message. */
@@ -287,6 +287,7 @@ static int long_option(int c, const char *arg, opts_t *o, weft_comm_config_t *cf
     case OPT_ALGO: *algo = arg; break;
     case OPT_JSON: o->json = arg; break;
     case OPT_WINDOW: o->window = 1; break;
+    case OPT_BOUND: o->bound = 1; break;
     case OPT_PLOT: o->plot = arg; break;
     case OPT_TRANSPORT:
         if (strcmp(arg, "ipc") == 0)
@@ -327,7 +328,7 @@ static int long_option(int c, const char *arg, opts_t *o, weft_comm_config_t *cf
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: weft-perf [--ranks N] [--backend NAME] [--algo NAME] [--json FILE] [--plot FILE.svg]\n"
+            "usage: weft-perf [--ranks N] [--backend NAME] [--algo NAME] [--json FILE] [--plot FILE.svg] [--bound]\n"
             "                 OPERATION [options]\n"
             "operations: allreduce, allgather, reducescatter, broadcast, reduce, alltoall, sendrecv, barrier\n"
             "            (device collectives; -b/-e are total sizes as in nccl-tests, default 8 B .. 16 MiB),\n"
@@ -349,6 +350,10 @@ static void usage(FILE *out)
             "            compared with raw TCP over as many streams, WEFT_NET_SOCKETS)\n"
             "  --window  device collectives: register the buffers as collective windows, so a large\n"
             "            allreduce reads and writes them directly (zero-copy) instead of staging\n"
+            "  --bound   device collectives and p2p: measure the copy rate B (device-to-device) and the\n"
+            "            launch floor (an empty kernel launched back to back) at the start, and show each\n"
+            "            row against them: bytes moved per rank, bound time and busbw, ratio, time/floor\n"
+            "            (README, Performance)\n"
             "  --vs mpi  device collectives: the same sweep through MPI in the same job, with the\n"
             "            time ratio weft/MPI per size (host backend; builds with MPI; with --ranks N\n"
             "            weft-perf starts itself under mpirun -np N)\n"
@@ -371,7 +376,7 @@ int main(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "+b:e:f:i:n:w:c:r:d:o:h", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_RANKS: case OPT_BACKEND: case OPT_ALGO: case OPT_JSON: case OPT_PLOT: case OPT_TRANSPORT:
-        case OPT_VS: case OPT_WINDOW:
+        case OPT_VS: case OPT_WINDOW: case OPT_BOUND:
             if ((rc = long_option(c, optarg, &o, &cfg, &nranks, &algo)) != 0)
                 return rc;
             break;
@@ -420,7 +425,7 @@ int main(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "b:e:f:i:n:w:c:r:d:o:R:z:", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_RANKS: case OPT_BACKEND: case OPT_ALGO: case OPT_JSON: case OPT_PLOT: case OPT_TRANSPORT:
-        case OPT_VS: case OPT_WINDOW:
+        case OPT_VS: case OPT_WINDOW: case OPT_BOUND:
             if ((rc = long_option(c, optarg, &o, &cfg, &nranks, &algo)) != 0)
                 return rc;
             break;

@@ -47,6 +47,9 @@ WEFT_PARAM(IPC_DIR, "WEFT_IPC_DIR", STR, "",
            "directory for per-job Unix sockets (default: $XDG_RUNTIME_DIR or /tmp)")
 WEFT_PARAM(HOST_MAX_BLOCKS, "WEFT_HOST_MAX_BLOCKS", INT, "64",
            "host backend: worker threads per communicator = most blocks one launch may have")
+WEFT_PARAM(HOST_SPIN_NS, "WEFT_HOST_SPIN_NS", INT, "-1",
+           "host backend: how long a waiting thread spins in place before it yields, ns (-1: 20000 where the "
+           "process may use 4 cores or more, else 0)")
 WEFT_PARAM(NVLS_ENABLE, "WEFT_NVLS_ENABLE", INT, "0",
            "1 enables the switch channel (NVLink multicast) where the GPU has it; also off when NCCL_NVLS_ENABLE=0")
 WEFT_PARAM(DEVICE_TIMEOUT_MS, "WEFT_DEVICE_TIMEOUT_MS", INT, "60000",
@@ -107,6 +110,7 @@ WEFT_PARAM_RANGE(BOOTSTRAP_MAX_MSG, 4096, 1L << 30, SIZE)
 WEFT_PARAM_RANGE(TRUST_LOCAL, 0, 1, NUM)
 WEFT_PARAM_RANGE(PEER_LOSS_GRACE_MS, 0, 3600000, NUM)
 WEFT_PARAM_RANGE(HOST_MAX_BLOCKS, 1, 1024, NUM)
+WEFT_PARAM_RANGE(HOST_SPIN_NS, -1, 1000000000, NUM)
 WEFT_PARAM_RANGE(NVLS_ENABLE, 0, 1, NUM)
 WEFT_PARAM_RANGE(DEVICE_TIMEOUT_MS, 1, 86400000, NUM)
 WEFT_PARAM_RANGE(COLL_SCRATCH_BYTES, 4096, 1L << 30, SIZE)

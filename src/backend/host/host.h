@@ -21,6 +21,22 @@ weft_status_t weft_host_memcpy_async(weft_gpu_ctx_t *ctx, void *dst, const void 
                                      weft_gpu_stream_t *stream);
 weft_status_t weft_host_launch(weft_gpu_ctx_t *ctx, const weft_gpu_launch_t *launch, weft_gpu_stream_t *stream);
 
+/*
+ * The wait policy (host_device.c). A thread that waits for another (a
+ * kernel on a peer's flag, a stream's worker for work, a caller for the
+ * stream) first spins in place for a budget of nanoseconds, then yields,
+ * then sleeps. The budget is WEFT_HOST_SPIN_NS; -1 (auto) spins
+ * WEFT_HOST_SPIN_AUTO_NS where the process may use 4 cores or more, and
+ * not at all below (ranks' threads outnumber the cores there).
+ */
+#define WEFT_HOST_SPIN_AUTO_NS 20000
+void weft_host_spin_init(long param_ns);
+long weft_host_spin_budget(void);
+/* One step of a polling loop at its @p spins-th look (1 for the first of a
+ * wait): spins in place within the budget, then yields; 0 once @p yields
+ * yields have passed (the caller sleeps on something instead). */
+int weft_host_poll_step(unsigned spins, unsigned yields);
+
 /* Multicast, emulated (host_multicast.c). */
 weft_status_t weft_host_mc_create(weft_gpu_ctx_t *ctx, size_t bytes, int nranks, weft_gpu_ipc_export_t *out,
                                   void **mc);

@@ -57,6 +57,7 @@ static weft_status_t host_init(int device, weft_gpu_ctx_t **out)
     if (!ctx)
         return WEFT_ERR_NO_MEMORY;
     ctx->max_blocks = (unsigned)WEFT_MAX(1, weft_param_int(WEFT_P_HOST_MAX_BLOCKS));
+    weft_host_spin_init(weft_param_int(WEFT_P_HOST_SPIN_NS));
     *out = ctx;
     return WEFT_OK;
 }

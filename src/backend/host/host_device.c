@@ -1,5 +1,7 @@
-/* What device code compiled for the host backend calls out to. */
+/* What device code compiled for the host backend calls out to, and the
+ * host backend's wait policy (host.h). */
 #include "config.h"
+#include "host.h"
 #include "weft/device.h"
 
 #include <sched.h>
@@ -13,17 +15,79 @@ uint64_t weft_host_clock_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* How long a waiting thread spins in place before it yields, ns: set by
+ * weft_host_spin_init (host_init), read by every wait (relaxed: any value
+ * it ever held is a valid policy). */
+static long spin_ns;
+
+void weft_host_spin_init(long param_ns)
+{
+    long ns = param_ns;
+    if (ns < 0) {
+        /* auto: spin only where this process may use several cores. With
+         * two cores (CI) the ranks' threads outnumber them, and a thread
+         * that spins keeps its core from the thread it waits for. */
+        cpu_set_t set;
+        int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+        ns = cpus >= 4 ? WEFT_HOST_SPIN_AUTO_NS : 0;
+    }
+    __atomic_store_n(&spin_ns, ns, __ATOMIC_RELAXED);
+}
+
+long weft_host_spin_budget(void)
+{
+    return __atomic_load_n(&spin_ns, __ATOMIC_RELAXED);
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* This thread's current wait: until when it spins in place (0: done
+ * spinning), and the spin count at which it stopped. */
+static __thread uint64_t spin_until;
+static __thread unsigned spin_spent;
+
+int weft_host_poll_step(unsigned spins, unsigned yields)
+{
+    if (spins <= 1) {
+        long b = weft_host_spin_budget();
+        spin_spent = 0;
+        spin_until = b > 0 ? weft_host_clock_ns() + (uint64_t)b : 0;
+    }
+    if (spin_until) {
+        if (weft_host_clock_ns() < spin_until) {
+            for (int i = 0; i < 4; i++)
+                cpu_relax();
+            spin_spent = spins;
+            return 1;
+        }
+        spin_until = 0;
+    }
+    if (spins - spin_spent > yields)
+        return 0;
+    sched_yield();
+    return 1;
+}
+
 void weft_host_yield(unsigned spins)
 {
-    /* Ranks and their blocks often outnumber the cores, and sched_yield
-     * alone lets a spinning thread keep its core for a whole time slice.
-     * After a burst of yields, sleep, longer the longer we wait
-     * (2 us .. 64 us), so the thread we wait for gets the core. */
+    /* Where the cores allow (weft_host_spin_init), spin in place first: a
+     * peer's flag is seen within nanoseconds, where a yield costs a system
+     * call per look. Then yield: ranks and their blocks often outnumber
+     * the cores, and sched_yield alone lets a spinning thread keep its core
+     * for a whole time slice. After a burst of yields, sleep, longer the
+     * longer we wait (2 us .. 64 us), so the thread we wait for gets the
+     * core. */
     static __thread int slack_set;
-    if (spins < 256) {
-        sched_yield();
+    if (weft_host_poll_step(spins, 256))
         return;
-    }
+    spins -= spin_spent; /* the schedule below counts from the end of spinning */
     if (!slack_set) {
         prctl(PR_SET_TIMERSLACK, 1000ul, 0, 0, 0); /* 1 us instead of 50 us */
         slack_set = 1;

@@ -11,7 +11,15 @@
  * a synchronising caller can poll a short while before sleeping; each
  * side signals a condition only when the other side sleeps on it (counted
  * under the lock, so no wake-up is lost). Back-to-back small collectives
- * then cost no futex calls.
+ * then cost no futex calls. Polling follows the backend's wait policy
+ * (host.h): spin in place within the budget, then yield, then sleep.
+ *
+ * The block pool works the same way: a launch of one block runs on the
+ * worker with no hand-off at all; a launch of several publishes a new
+ * generation (release) and signals only the pool threads that sleep; a
+ * pool thread that has just run a block polls for the next generation
+ * before it sleeps, and the worker polls the count of pending blocks
+ * before it sleeps on pdone.
  */
 #include "config.h"
 #include "host.h"
@@ -40,7 +48,8 @@ typedef struct {
     _Alignas(16) unsigned char args[ARGS_MAX];
 } op_t;
 
-/* Polls before sleeping: a few yields, short next to a futex wake-up. */
+/* Polls before sleeping: the spin budget (host.h), then a few yields,
+ * short next to a futex wake-up. */
 #define POLL_SPINS 64
 
 struct weft_gpu_stream {
@@ -64,10 +73,12 @@ struct weft_gpu_stream {
     pthread_cond_t *pstart;
     pthread_mutex_t plock;
     pthread_cond_t pdone;
-    uint64_t gen;
+    uint64_t gen;                /* written under plock, also polled without it (release/acquire) */
     const op_t *cur;             /* valid only for the blocks it counts */
     unsigned cur_nblocks;        /* blocks of the current launch */
-    unsigned pending_blocks;
+    unsigned pending_blocks;     /* written under plock, also polled without it */
+    int *pasleep;                /* under plock: pool thread i sleeps on pstart[i] */
+    int pdone_waiting;           /* under plock: the launcher sleeps on pdone */
     int pstop;
 };
 
@@ -92,11 +103,28 @@ static void *pool_main(void *arg)
     pool_arg_t a = *(pool_arg_t *)arg;
     weft_gpu_stream_t *s = a.s;
     uint64_t seen = 0;
+    int ran = 0;
     free(arg);
     pthread_mutex_lock(&s->plock);
     for (;;) {
-        while (!s->pstop && (s->gen == seen || a.index + 1 >= s->cur_nblocks))
+        while (!s->pstop && (s->gen == seen || a.index + 1 >= s->cur_nblocks)) {
+            if (ran) {
+                /* just ran a block: the next launch often follows at
+                 * once, so look for it a short while before sleeping */
+                uint64_t gen = s->gen;
+                ran = 0;
+                pthread_mutex_unlock(&s->plock);
+                for (unsigned i = 1; __atomic_load_n(&s->gen, __ATOMIC_ACQUIRE) == gen &&
+                                     !__atomic_load_n(&s->pstop, __ATOMIC_RELAXED) && weft_host_poll_step(i, POLL_SPINS);
+                     i++)
+                    ;
+                pthread_mutex_lock(&s->plock);
+                continue;
+            }
+            s->pasleep[a.index] = 1; /* the launcher signals only sleepers (under plock: no lost wake-up) */
             pthread_cond_wait(&s->pstart[a.index], &s->plock);
+            s->pasleep[a.index] = 0;
+        }
         if (s->pstop)
             break;
         seen = s->gen;
@@ -107,7 +135,9 @@ static void *pool_main(void *arg)
             pthread_mutex_unlock(&s->plock);
             run_block(op, a.index + 1);
             pthread_mutex_lock(&s->plock);
-            if (--s->pending_blocks == 0)
+            ran = 1;
+            /* release: the block's writes before the launcher's poll sees the count */
+            if (__atomic_sub_fetch(&s->pending_blocks, 1, __ATOMIC_RELEASE) == 0 && s->pdone_waiting)
                 pthread_cond_signal(&s->pdone);
         }
     }
@@ -129,18 +159,31 @@ static void execute(weft_gpu_stream_t *s, const op_t *op)
         __atomic_store_n((uint64_t *)op->dst, op->value, __ATOMIC_RELEASE);
         break;
     case OP_LAUNCH:
+        if (op->nblocks == 1) {
+            run_block(op, 0); /* no pool: no hand-off */
+            break;
+        }
         pthread_mutex_lock(&s->plock);
         s->cur = op;
         s->cur_nblocks = op->nblocks;
-        s->pending_blocks = op->nblocks - 1;
-        s->gen++;
+        __atomic_store_n(&s->pending_blocks, op->nblocks - 1, __ATOMIC_RELAXED);
+        /* release: cur and cur_nblocks before a polling pool thread sees the new generation */
+        __atomic_store_n(&s->gen, s->gen + 1, __ATOMIC_RELEASE);
         for (unsigned i = 0; i + 1 < op->nblocks; i++)
-            pthread_cond_signal(&s->pstart[i]);
+            if (s->pasleep[i])
+                pthread_cond_signal(&s->pstart[i]);
         pthread_mutex_unlock(&s->plock);
         run_block(op, 0);
+        /* acquire: pairs with the pool threads' release of the count */
+        for (unsigned i = 1; __atomic_load_n(&s->pending_blocks, __ATOMIC_ACQUIRE) > 0 && weft_host_poll_step(i, POLL_SPINS);
+             i++)
+            ;
         pthread_mutex_lock(&s->plock);
-        while (s->pending_blocks > 0)
+        while (__atomic_load_n(&s->pending_blocks, __ATOMIC_ACQUIRE) > 0) {
+            s->pdone_waiting = 1;
             pthread_cond_wait(&s->pdone, &s->plock);
+            s->pdone_waiting = 0;
+        }
         pthread_mutex_unlock(&s->plock);
         break;
     }
@@ -155,10 +198,10 @@ static void *stream_main(void *arg)
             /* poll a little for the next op before sleeping */
             uint64_t head = s->head;
             pthread_mutex_unlock(&s->lock);
-            for (unsigned i = 0; i < POLL_SPINS && __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE) == head &&
-                                 !__atomic_load_n(&s->stop, __ATOMIC_RELAXED);
+            for (unsigned i = 1; __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE) == head &&
+                                 !__atomic_load_n(&s->stop, __ATOMIC_RELAXED) && weft_host_poll_step(i, POLL_SPINS);
                  i++)
-                sched_yield();
+                ;
             pthread_mutex_lock(&s->lock);
         }
         while (!s->stop && s->head == s->tail) {
@@ -191,7 +234,7 @@ static void *stream_main(void *arg)
 static void stop_pool(weft_gpu_stream_t *s, unsigned started)
 {
     pthread_mutex_lock(&s->plock);
-    s->pstop = 1;
+    __atomic_store_n(&s->pstop, 1, __ATOMIC_RELAXED); /* also polled without the lock */
     for (unsigned i = 0; i < s->npool; i++)
         pthread_cond_signal(&s->pstart[i]);
     pthread_mutex_unlock(&s->plock);
@@ -217,7 +260,8 @@ weft_status_t weft_host_stream_create(weft_gpu_ctx_t *ctx, weft_gpu_stream_t **o
     s->npool = ctx->max_blocks - 1;
     s->pool = calloc(s->npool ? s->npool : 1, sizeof(*s->pool));
     s->pstart = calloc(s->npool ? s->npool : 1, sizeof(*s->pstart));
-    if (!s->pool || !s->pstart)
+    s->pasleep = calloc(s->npool ? s->npool : 1, sizeof(*s->pasleep));
+    if (!s->pool || !s->pstart || !s->pasleep)
         goto err_free;
     for (unsigned k = 0; k < s->npool; k++)
         pthread_cond_init(&s->pstart[k], NULL);
@@ -244,6 +288,7 @@ err_pool:
 err_free:
     free(s->pool);
     free(s->pstart);
+    free(s->pasleep);
     free(s);
     return WEFT_ERR_SYSTEM;
 }
@@ -267,6 +312,7 @@ weft_status_t weft_host_stream_destroy(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *s
     pthread_cond_destroy(&s->pdone);
     free(s->pool);
     free(s->pstart);
+    free(s->pasleep);
     free(s);
     return WEFT_OK;
 }
@@ -300,10 +346,11 @@ weft_status_t weft_host_stream_sync(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *s)
     pthread_mutex_lock(&s->lock);
     uint64_t target = s->submitted;
     pthread_mutex_unlock(&s->lock);
-    for (unsigned i = 0; i < POLL_SPINS; i++) {
+    for (unsigned i = 1;; i++) {
         if (__atomic_load_n(&s->completed, __ATOMIC_ACQUIRE) >= target)
             return WEFT_OK;
-        sched_yield();
+        if (!weft_host_poll_step(i, POLL_SPINS))
+            break;
     }
     pthread_mutex_lock(&s->lock);
     while (s->completed < target) {
