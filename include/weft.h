@@ -461,8 +461,11 @@ WEFT_API weft_status_t weft_barrier(weft_comm_t *comm, weft_stream_t *stream);
  * outermost weft_group_end() issues them all as one operation per
  * communicator, so a rank may send to and receive from any set of peers
  * in one group without ordering them. A group's calls on one
- * communicator must use one stream, which must not be capturing into a
- * CUDA/HIP graph (WEFT_ERR_UNSUPPORTED). Several sends to one peer in a group
+ * communicator must use one stream. A group may be captured into a
+ * CUDA/HIP graph and the graph replayed any number of times, between
+ * uncaptured groups too, once an uncaptured group has set up the link to
+ * each peer it names (a set-up under capture: WEFT_ERR_UNSUPPORTED).
+ * Several sends to one peer in a group
  * form one message (in call order), as do several receives; the byte
  * counts must match the peer's (WEFT_CHECK_ARGS=1 compares them and names
  * the peer; otherwise a mismatch can time out naming it). The first group
