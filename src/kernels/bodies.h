@@ -18,5 +18,6 @@
 #include "coll_switch.h"
 #include "scale.h"
 #include "executor.h"
+#include "coll_signal.h"
 
 #endif
