@@ -144,8 +144,8 @@ static weft_status_t usable(const char *what, weft_comm_t *comm, weft_stream_t *
     if (__atomic_load_n(&comm->aborted, __ATOMIC_ACQUIRE))
         return WEFT_ERR_ABORTED;
     if (!comm->signals) {
-        weft_error_note("%s: rank %d: no one-sided signal areas yet: they are set up, collectively, by "
-                        "weft_signal_setup (the NCCL library's first ncclCommWindowRegister)", what, comm->rank);
+        weft_error_note("%s: rank %d: no one-sided signal areas yet: weft_signal_setup (collective) sets them up; "
+                        "the NCCL library does it with the first window registered", what, comm->rank);
         return WEFT_ERR_UNSUPPORTED;
     }
     return WEFT_OK;
