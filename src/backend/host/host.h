@@ -24,7 +24,7 @@ weft_status_t weft_host_stream_capturing(weft_gpu_ctx_t *ctx, weft_gpu_stream_t 
 
 /*
  * Graph capture, emulated, for tests of what a CUDA/HIP graph replays:
- * between begin and end, copies and launches enqueued on @p stream are
+ * between begin and end, copies, stores and launches enqueued on @p stream are
  * recorded instead of run (arguments copied, as a graph holds them) and
  * stream_capturing reports 1; weft_host_graph_launch enqueues the
  * recording again, as it was, on any stream of the context. Only the

@@ -71,7 +71,7 @@ struct weft_gpu_stream {
     int pstop;
 
     /* capture emulation (weft_host_stream_begin_capture): while capturing,
-     * the enqueuing thread appends copies and launches here instead of
+     * the enqueuing thread appends copies, stores and launches here instead of
      * queuing them; only that thread touches these */
     int capturing;
     op_t *cap_ops;
@@ -429,11 +429,14 @@ weft_status_t weft_host_memcpy_async(weft_gpu_ctx_t *ctx, void *dst, const void 
 weft_status_t weft_host_stream_write_u64(weft_gpu_ctx_t *ctx, void *dst, uint64_t value, weft_gpu_stream_t *s)
 {
     (void)ctx;
-    op_t *op = enqueue_begin(s);
+    op_t *op = s->capturing ? capture_next(s) : enqueue_begin(s);
+    if (!op)
+        return WEFT_ERR_NO_MEMORY;
     op->kind = OP_WRITE64;
     op->dst = dst;
     op->value = value;
-    enqueue_end(s);
+    if (!s->capturing)
+        enqueue_end(s);
     return WEFT_OK;
 }
 
