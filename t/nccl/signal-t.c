@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static ncclUniqueId id;
 #define COUNT 1000 /* floats per put */
@@ -237,6 +238,12 @@ static int unsignalled(int rank, int n, void *arg)
     setenv("WEFT_DEVICE_TIMEOUT_MS", "500", 1);
     if (join(rank, n, &comm) || window(comm, &wbuf, &win))
         return 1;
+    {
+        /* a barrier: both ranks' signal areas are set up before rank 1 goes */
+        float x = 1.0f;
+        if (ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, st) != ncclSuccess)
+            return rank_fail("allreduce: %s", ncclGetLastError(comm));
+    }
     if (rank == 0) {
         ncclWaitSignalDesc_t d = {1, 1, 0, 0};
         ncclResult_t r;
@@ -247,7 +254,8 @@ static int unsignalled(int rank, int n, void *arg)
         if (now_ms() - t0 > 20000)
             fails += rank_fail("a wait nobody signals took %ld ms", now_ms() - t0);
     }
-    rank_share(0, &t0, sizeof(t0)); /* rank 1 stays until rank 0 has given up */
+    else
+        usleep(2000 * 1000); /* rank 1 stays a while (rank 0 gives up after 500 ms) */
     ncclCommAbort(comm);
     (void)wbuf; /* the process ends here */
     return fails;
