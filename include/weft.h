@@ -426,6 +426,39 @@ WEFT_API weft_status_t weft_comm_window_register(weft_comm_t *comm, void *buf, s
 /** Collective: releases a window once every collective that used it has
  * completed on every rank (synchronize the streams first). */
 WEFT_API weft_status_t weft_comm_window_deregister(weft_comm_window_t *win);
+
+/*
+ * One-sided puts and signals over windows (what the NCCL library's
+ * ncclPutSignal, ncclSignal and ncclWaitSignal run on). Each rank has a
+ * signal area: one counter per source rank, mapped by the ranks of its
+ * host. Stream-ordered and capturable in CUDA/HIP graphs (the counts a
+ * wait expects advance on the device). Signals to and waits on one peer
+ * accumulate: two signals satisfy a wait for two, or two waits for one.
+ */
+/**
+ * Collective (every rank, once; later calls return at once): sets up this
+ * rank's signal area and maps the peers' on this host.
+ */
+WEFT_API weft_status_t weft_signal_setup(weft_comm_t *comm);
+/**
+ * Queues on @p stream a copy of @p bytes from @p src into rank @p peer's
+ * buffer of window @p win at byte @p offset, then a signal to @p peer,
+ * which arrives after the data. With @p bytes 0 only the signal (@p win
+ * may then be NULL). Bad arguments, a window of another communicator, a
+ * range past the peer's buffer: WEFT_ERR_INVALID_ARGUMENT (nothing
+ * queued); a peer on another host (no mapping of its memory here), no
+ * weft_signal_setup yet: WEFT_ERR_UNSUPPORTED.
+ */
+WEFT_API weft_status_t weft_put_signal(const void *src, size_t bytes, int peer, weft_comm_window_t *win,
+                                       size_t offset, weft_comm_t *comm, weft_stream_t *stream);
+/**
+ * Queues on @p stream a wait until, for every i < @p n, @p counts[i] more
+ * signals than waited for so far have come from rank @p peers[i]. A wait
+ * that gives up (device timeout) reports the peer (weft_stream_synchronize).
+ * Errors as weft_put_signal.
+ */
+WEFT_API weft_status_t weft_wait_signal(int n, const int *peers, const uint64_t *counts, weft_comm_t *comm,
+                                        weft_stream_t *stream);
 /** recvbuf holds nranks * sendcount elements, rank r's at r * sendcount. */
 WEFT_API weft_status_t weft_allgather(const void *sendbuf, void *recvbuf, size_t sendcount, weft_dtype_t dtype,
                                       weft_comm_t *comm, weft_stream_t *stream);
@@ -461,8 +494,11 @@ WEFT_API weft_status_t weft_barrier(weft_comm_t *comm, weft_stream_t *stream);
  * outermost weft_group_end() issues them all as one operation per
  * communicator, so a rank may send to and receive from any set of peers
  * in one group without ordering them. A group's calls on one
- * communicator must use one stream, which must not be capturing into a
- * CUDA/HIP graph (WEFT_ERR_UNSUPPORTED). Several sends to one peer in a group
+ * communicator must use one stream. A group may be captured into a
+ * CUDA/HIP graph and the graph replayed any number of times, between
+ * uncaptured groups too, once an uncaptured group has set up the link to
+ * each peer it names (a set-up under capture: WEFT_ERR_UNSUPPORTED).
+ * Several sends to one peer in a group
  * form one message (in call order), as do several receives; the byte
  * counts must match the peer's (WEFT_CHECK_ARGS=1 compares them and names
  * the peer; otherwise a mismatch can time out naming it). The first group

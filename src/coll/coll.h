@@ -51,5 +51,9 @@ weft_status_t weft_p2p_tree_broadcast(weft_comm_t *comm, weft_stream_t *stream, 
 int weft_window_find(const weft_comm_t *comm, const void *ptr, size_t bytes, uint64_t *off);
 char *const *weft_window_table(const weft_comm_t *comm);
 void weft_window_set_destroy(weft_comm_t *comm);
+/* Where rank @p peer's buffer of window @p w is mapped here (*ptr, NULL if
+ * it is not: on another host) and its size: 1; 0 if @p w is no window of
+ * @p comm; -1 if @p peer has no buffer in it. */
+int weft_window_peer(const weft_comm_t *comm, const weft_comm_window_t *w, int peer, char **ptr, size_t *bytes);
 
 #endif

@@ -17,6 +17,19 @@
  * the kernel stores the group's sequence number into it as it ends, and a
  * descriptor is rewritten only after that (bounded by the device
  * timeout), so a caller may run that many groups ahead of the device.
+ *
+ * Under CUDA/HIP graph capture a group's descriptor comes instead from a
+ * capture arena: packed, written once, never reused while the
+ * communicator lives, so that every replay of the graph reads the group
+ * it recorded (on GPUs the copy into device memory is recorded too, from
+ * the same never-rewritten host copy). Nothing else of a group depends on
+ * the launch: the channels' counters (semaphores' expected and outbound
+ * values, the FIFO's head) live in device memory and advance on the device
+ * as each launch runs, and every signal of a group is matched by a wait in
+ * the same group, so a replayed group, uncaptured groups between replays,
+ * and further replays see the same per-peer sequence on both ranks. Links
+ * are set up (collectively, allocating) outside capture only: a captured
+ * group naming a peer without a link is refused with a message.
  */
 #include "config.h"
 #include "coll.h"
@@ -62,7 +75,19 @@ struct weft_p2p_ctx {
     uint32_t max_streams, max_segs;
     uint64_t seq;               /* groups launched */
     unsigned nblocks, nthreads;
+    struct p2p_arena *arenas;   /* captured groups' descriptors (the newest first) */
+    uint64_t captured;          /* groups captured */
 };
+
+/* Descriptors of captured groups, bump-allocated, never reused. */
+struct p2p_arena {
+    struct p2p_arena *next;
+    char *host, *dev;           /* host-mapped: the host's view, the kernels' */
+    weft_gpu_alloc_t mem;       /* their copies in device memory (GPUs) */
+    size_t bytes, used;
+};
+
+#define P2P_ARENA_BYTES ((size_t)256 << 10)
 
 /* A recorded send or receive. */
 typedef struct {
@@ -107,6 +132,15 @@ void weft_p2p_ctx_destroy(weft_comm_t *comm)
         weft_proxy_destroy(x->proxy);
     for (int p = 0; x->links && p < comm->nranks; p++)
         link_destroy(&x->links[p], comm);
+    while (x->arenas) {
+        struct p2p_arena *a = x->arenas;
+        x->arenas = a->next;
+        if (a->host)
+            comm->gpu->host_free(comm->gctx, a->host);
+        if (a->mem.ptr)
+            comm->gpu->mem_free(comm->gctx, &a->mem);
+        free(a);
+    }
     if (x->handles.ptr)
         comm->gpu->mem_free(comm->gctx, &x->handles);
     if (x->mc_handles.ptr)
@@ -120,6 +154,28 @@ void weft_p2p_ctx_destroy(weft_comm_t *comm)
     free(x->links);
     free(x);
     comm->p2p = NULL;
+}
+
+/* A new capture arena of at least @p bytes, first in x->arenas. */
+static weft_status_t arena_add(weft_comm_t *comm, struct weft_p2p_ctx *x, size_t bytes)
+{
+    size_t want = WEFT_MAX(P2P_ARENA_BYTES, bytes);
+    struct p2p_arena *a = calloc(1, sizeof(*a));
+    weft_status_t status = WEFT_ERR_NO_MEMORY;
+    if (!a ||
+        (status = comm->gpu->host_alloc_mapped(comm->gctx, want, (void **)&a->host, (void **)&a->dev)) != WEFT_OK ||
+        (!(comm->caps & WEFT_CAP_CPU_ACCESS) && (status = comm->gpu->mem_alloc(comm->gctx, want, 0, &a->mem)) != WEFT_OK)) {
+        weft_error(WEFT_SUB_COLL, "rank %d: no memory for the descriptors of captured point-to-point groups "
+                   "(%zu bytes more): %s", comm->rank, want, weft_status_string(status));
+        if (a && a->host)
+            comm->gpu->host_free(comm->gctx, a->host);
+        free(a);
+        return status;
+    }
+    a->bytes = want;
+    a->next = x->arenas;
+    x->arenas = a;
+    return WEFT_OK;
 }
 
 /* Local: nothing is exchanged until a link is set up. */
@@ -152,7 +208,8 @@ static weft_status_t ctx_setup(weft_comm_t *comm)
         (status = comm->gpu->host_alloc_mapped(comm->gctx, x->ndesc * x->desc_bytes, (void **)&x->desc_host,
                                                (void **)&x->desc_dev)) != WEFT_OK ||
         (!(comm->caps & WEFT_CAP_CPU_ACCESS) &&
-         (status = comm->gpu->mem_alloc(comm->gctx, x->ndesc * x->desc_bytes, 0, &x->desc_mem)) != WEFT_OK)) {
+         (status = comm->gpu->mem_alloc(comm->gctx, x->ndesc * x->desc_bytes, 0, &x->desc_mem)) != WEFT_OK) ||
+        (status = arena_add(comm, x, 0)) != WEFT_OK) {
         weft_p2p_ctx_destroy(comm);
         return status == WEFT_OK ? WEFT_ERR_NO_MEMORY : status;
     }
@@ -248,6 +305,25 @@ static weft_status_t desc_acquire(weft_comm_t *comm, struct weft_p2p_ctx *x, cha
     return WEFT_OK;
 }
 
+/* Room for a captured group's descriptor of @p bytes (a multiple of 64):
+ * its host copy, where the kernel stores its end (done) and where it reads
+ * it (dev). The first arena comes with the context (no allocation under
+ * capture in the usual case); more are made as needed. */
+static weft_status_t desc_capture(weft_comm_t *comm, struct weft_p2p_ctx *x, size_t bytes, char **host, char **done,
+                                  char **dev)
+{
+    struct p2p_arena *a = x->arenas;
+    weft_status_t status;
+    if ((!a || a->bytes - a->used < bytes) && (status = arena_add(comm, x, bytes)) != WEFT_OK)
+        return status;
+    a = x->arenas;
+    *host = a->host + a->used;
+    *done = a->dev + a->used;
+    *dev = a->mem.ptr ? (char *)a->mem.ptr + a->used : *done;
+    a->used += bytes;
+    return WEFT_OK;
+}
+
 static int cmp_peer_send(const void *pa, const void *pb)
 {
     const p2p_op_t *a = *(p2p_op_t *const *)pa, *b = *(p2p_op_t *const *)pb;
@@ -327,6 +403,20 @@ static weft_status_t check_sizes(weft_comm_t *comm, p2p_op_t **ops, size_t n)
     return WEFT_OK;
 }
 
+/* A link (or, @p peer -1, the links' context) is missing under capture. */
+static weft_status_t refuse_setup(weft_comm_t *comm, int peer)
+{
+    if (peer < 0)
+        weft_error(WEFT_SUB_COLL, "rank %d: the first point-to-point group of a communicator sets up its links "
+                   "(collectively, allocating memory), which cannot be captured in a CUDA/HIP graph: run one "
+                   "uncaptured group with each peer before capturing", comm->rank);
+    else
+        weft_error(WEFT_SUB_COLL, "rank %d: a captured point-to-point group names rank %d, with which no group has "
+                   "run yet: setting up that link (collectively, allocating memory) cannot be captured in a "
+                   "CUDA/HIP graph: run one uncaptured group with rank %d before capturing", comm->rank, peer, peer);
+    return WEFT_ERR_UNSUPPORTED;
+}
+
 /* Runs one communicator's share of a group (all on @p stream); with
  * @p recv_first, each step receives before it sends (forwarding). */
 static weft_status_t run_ops(weft_comm_t *comm, weft_stream_t *stream, p2p_op_t **ops, size_t n, int recv_first)
@@ -341,13 +431,7 @@ static weft_status_t run_ops(weft_comm_t *comm, weft_stream_t *stream, p2p_op_t 
     weft_status_t status = WEFT_OK;
     size_t kept = 0;
 
-    /* A group's descriptor lives in a host ring reused once the kernel that
-     * read it has ended: a graph replaying the launch would read another. */
-    if (weft_stream_is_capturing(stream)) {
-        weft_error(WEFT_SUB_COLL, "rank %d: point-to-point (send/recv, all-to-all across hosts, a tree broadcast) "
-                   "cannot be captured in a CUDA/HIP graph", comm->rank);
-        return WEFT_ERR_UNSUPPORTED;
-    }
+    int capturing = weft_stream_is_capturing(stream);
     {
         weft_status_t async = WEFT_OK;
         weft_comm_get_async_error(comm, &async);
@@ -380,7 +464,7 @@ static weft_status_t run_ops(weft_comm_t *comm, weft_stream_t *stream, p2p_op_t 
         }
         if (nstreams == 0)
             return WEFT_OK;
-        if (!comm->p2p && (status = ctx_setup(comm)) != WEFT_OK)
+        if (!comm->p2p && (status = capturing ? refuse_setup(comm, -1) : ctx_setup(comm)) != WEFT_OK)
             return status;
         x = comm->p2p;
         if (nsegs > x->max_segs) {
@@ -391,14 +475,30 @@ static weft_status_t run_ops(weft_comm_t *comm, weft_stream_t *stream, p2p_op_t 
     }
     for (size_t i = 0; i < n; i++) /* ascending peers: pairwise set-ups in a global order */
         if (ops[i]->peer != comm->rank && !x->links[ops[i]->peer].up &&
-            (status = link_setup(comm, x, ops[i]->peer)) != WEFT_OK)
+            (status = capturing ? refuse_setup(comm, ops[i]->peer) : link_setup(comm, x, ops[i]->peer)) != WEFT_OK)
             return status;
-    if ((status = desc_acquire(comm, x, &host, &done, &dev)) != WEFT_OK)
-        return status;
-    d = (weft_p2p_desc_t *)host;
-    memset(d, 0, sizeof(*d));
-    d->streams_off = (sizeof(weft_p2p_desc_t) + 63) / 64 * 64;
-    d->segs_off = d->streams_off + x->max_streams * sizeof(weft_p2p_stream_t);
+    {
+        size_t nstreams = 0, nsegs = 0, head = (sizeof(weft_p2p_desc_t) + 63) / 64 * 64;
+        for (size_t i = 0; i < n; i++) {
+            if (ops[i]->peer == comm->rank)
+                continue;
+            nsegs++;
+            if (i == 0 || ops[i - 1]->peer != ops[i]->peer || ops[i - 1]->send != ops[i]->send)
+                nstreams++;
+        }
+        /* captured: packed (the group's own counts), never reused */
+        status = capturing ? desc_capture(comm, x,
+                                          (head + nstreams * sizeof(weft_p2p_stream_t) +
+                                           nsegs * sizeof(weft_p2p_seg_t) + 63) / 64 * 64,
+                                          &host, &done, &dev)
+                           : desc_acquire(comm, x, &host, &done, &dev);
+        if (status != WEFT_OK)
+            return status;
+        d = (weft_p2p_desc_t *)host;
+        memset(d, 0, sizeof(*d));
+        d->streams_off = head;
+        d->segs_off = head + (capturing ? nstreams : x->max_streams) * sizeof(weft_p2p_stream_t);
+    }
     st = (weft_p2p_stream_t *)(host + d->streams_off);
     seg = (weft_p2p_seg_t *)(host + d->segs_off);
     for (size_t i = 0; i < n; i++) {
@@ -421,7 +521,8 @@ static weft_status_t run_ops(weft_comm_t *comm, weft_stream_t *stream, p2p_op_t 
         d->nsegs++;
     }
     d->recv_first = (uint32_t)recv_first;
-    d->seq = ++x->seq;
+    /* a captured group's seq only marks its own descriptor (nothing waits on it) */
+    d->seq = capturing ? ++x->captured : ++x->seq;
     __atomic_store_n(&d->done, 0, __ATOMIC_RELEASE);
     /* stream-ordered before the kernel; the host copy is not rewritten
      * before the kernel (so the copy) is done */

@@ -194,3 +194,24 @@ void weft_window_set_destroy(weft_comm_t *comm)
     free(set);
     comm->windows = NULL;
 }
+
+int weft_window_peer(const weft_comm_t *comm, const weft_comm_window_t *w, int peer, char **ptr, size_t *bytes)
+{
+    void *p = NULL;
+    int found = 0;
+    for (int s = 0; w && comm->windows && s < WEFT_COLL_MAX_WINDOWS && !found; s++)
+        found = comm->windows->slot[s] == w;
+    if (!found)
+        return 0;
+    if (peer == comm->rank) {
+        *ptr = w->base;
+        *bytes = w->bytes;
+        return 1;
+    }
+    if (!w->remote[peer])
+        return -1;
+    if (weft_mem_ptr(w->remote[peer], &p) != WEFT_OK)
+        p = NULL;
+    *ptr = p;
+    return weft_mem_size(w->remote[peer], bytes) == WEFT_OK ? 1 : -1;
+}

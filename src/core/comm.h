@@ -52,6 +52,7 @@ struct weft_comm {
     struct weft_coll_ctx *coll;      /* collectives' channels */
     struct weft_p2p_ctx *p2p;        /* send/recv links */
     struct weft_window_set *windows; /* registered collective windows */
+    struct weft_signal_ctx *signals; /* one-sided signal areas (coll_signal.c) */
     weft_comm_release_fn_t release[WEFT_COMM_MAX_RELEASE];
     int nrelease;
     pthread_mutex_t proxy_lock; /* guards proxies */

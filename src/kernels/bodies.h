@@ -19,5 +19,6 @@
 #include "scale.h"
 #include "executor.h"
 #include "empty.h"
+#include "coll_signal.h"
 
 #endif

@@ -535,6 +535,10 @@ NCCL_API ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t
     if ((r = nccl_enter(comm, "ncclCommWindowRegister")) != ncclSuccess)
         return r;
     status = weft_comm_window_register(comm->w, buff, size, &w);
+    /* ncclPutSignal's signal areas come with the first window (collective
+     * too); should that fail, the window still works and puts say why not */
+    if (status == WEFT_OK)
+        (void)weft_signal_setup(comm->w);
     nccl_leave(comm);
     if (status != WEFT_OK)
         return nccl_result(status);

@@ -33,12 +33,16 @@ typedef enum {
     OP_ALLTOALL,
     OP_GATHER,
     OP_SCATTER,
-    OP_ALLTOALLV
+    OP_ALLTOALLV,
+    OP_PUT_SIGNAL,
+    OP_SIGNAL,
+    OP_WAIT_SIGNAL
 } op_kind_t;
 
 static const char *const op_names[] = {"ncclAllReduce", "ncclAllGather", "ncclReduceScatter", "ncclBroadcast",
                                        "ncclReduce",    "ncclSend",      "ncclRecv",          "ncclAlltoAll",
-                                       "ncclGather",    "ncclScatter",   "ncclAllToAllv"};
+                                       "ncclGather",    "ncclScatter",   "ncclAllToAllv",     "ncclPutSignal",
+                                       "ncclSignal",    "ncclWaitSignal"};
 
 typedef struct {
     op_kind_t kind;
@@ -56,6 +60,10 @@ typedef struct {
     /* a pre-multiplied sum: op is WEFT_SUM over inputs scaled first */
     int has_pm;
     nccl_premul_t pm;
+    /* ncclPutSignal: the peer's window and the offset there; ncclWaitSignal:
+     * v holds (peer, opCnt) for each of count descriptors */
+    void *win;
+    size_t win_offset;
 } nccl_op_t;
 
 /* This thread's open group. */
@@ -180,6 +188,25 @@ static weft_status_t issue(const nccl_op_t *o, weft_stream_t *ws, int *npm)
     case OP_ALLTOALL: return weft_alltoall(o->send, o->recv, o->count, o->dtype, w, ws);
     case OP_ALLTOALLV:
         return weft_alltoallv(o->send, o->v, o->v + n, o->recv, o->v + 2 * n, o->v + 3 * n, o->dtype, w, ws);
+    case OP_PUT_SIGNAL:
+        return weft_put_signal(o->send, o->count * es, o->peer, (weft_comm_window_t *)o->win, o->win_offset, w, ws);
+    case OP_SIGNAL: return weft_put_signal(NULL, 0, o->peer, NULL, 0, w, ws);
+    case OP_WAIT_SIGNAL: {
+        int *peers = malloc(o->count * sizeof(int));
+        uint64_t *counts = malloc(o->count * sizeof(uint64_t));
+        if (peers && counts) {
+            for (size_t i = 0; i < o->count; i++) {
+                peers[i] = (int)o->v[2 * i];
+                counts[i] = o->v[2 * i + 1];
+            }
+            status = weft_wait_signal((int)o->count, peers, counts, w, ws);
+        } else {
+            status = WEFT_ERR_NO_MEMORY;
+        }
+        free(peers);
+        free(counts);
+        return status;
+    }
     case OP_GATHER:
     case OP_SCATTER:
         /* point-to-point in the batch's weft group: the root's block of
@@ -504,66 +531,82 @@ NCCL_API ncclResult_t ncclAllToAllv(const void *sendbuff, const size_t sendcount
 /* One-sided put and signals (NCCL 2.29)                             */
 /* ---------------------------------------------------------------- */
 
-/* Checks what NCCL checks; the operations themselves are not offered. */
+/* Checks what NCCL checks: signal index and context 0 (the only ones NCCL
+ * has), flags 0, the peer in range. */
 static ncclResult_t one_sided_check(const char *what, int peer, int sig, int ctx, unsigned flags, ncclComm_t comm)
 {
     if (!comm)
         return nccl_fail(ncclInvalidArgument, "%s: comm is NULL", what);
     if (peer < 0 || peer >= comm->nranks)
         return nccl_fail(ncclInvalidArgument, "%s: peer %d is out of range (%d ranks)", what, peer, comm->nranks);
-    if (sig < 0 || ctx < 0)
-        return nccl_fail(ncclInvalidArgument, "%s: sigIdx %d / ctx %d is negative", what, sig, ctx);
+    if (sig != 0 || ctx != 0)
+        return nccl_fail(ncclInvalidArgument, "%s: sigIdx %d / ctx %d: only signal index 0 and context 0 exist",
+                         what, sig, ctx);
     if (flags != 0)
         return nccl_fail(ncclInvalidArgument, "%s: flags 0x%x (reserved, must be 0)", what, flags);
     return ncclSuccess;
 }
 
-#define ONE_SIDED_UNSUPPORTED(what)                                                                               \
-    nccl_fail(ncclInvalidUsage, what ": rank %d: weft does not offer one-sided puts and signals through the NCCL " \
-                                "API yet (weft's C API has port and memory channels for it)", comm->rank)
-
+/*
+ * One-sided puts and signals (weft_put_signal, weft_wait_signal: the
+ * signal areas come with the communicator's first window). Stream-ordered
+ * like the collectives, deferred to ncclGroupEnd inside a group; on the
+ * host backend each completes before the call (or ncclGroupEnd) returns,
+ * so a wait returns once its signals have arrived.
+ */
 NCCL_API ncclResult_t ncclPutSignal(const void *localbuff, size_t count, ncclDataType_t datatype, int peer,
                                     ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx, int ctx,
                                     unsigned int flags, ncclComm_t comm, cudaStream_t stream)
 {
-    weft_dtype_t t;
+    nccl_op_t o = {.kind = OP_PUT_SIGNAL, .send = localbuff, .count = count, .peer = peer, .comm = comm,
+                   .stream = stream, .win = peerWin, .win_offset = peerWinOffset};
     ncclResult_t r = one_sided_check("ncclPutSignal", peer, sigIdx, ctx, flags, comm);
-    (void)peerWinOffset;
-    (void)stream;
     if (r != ncclSuccess)
         return r;
-    if (nccl_dtype(datatype, &t) != 0)
+    if (nccl_dtype(datatype, &o.dtype) != 0)
         return nccl_fail(ncclInvalidArgument, "ncclPutSignal: data type %d is not one of NCCL's", (int)datatype);
     if (!peerWin || (count && !localbuff))
         return nccl_fail(ncclInvalidArgument, "ncclPutSignal: %s is NULL", !peerWin ? "peerWin" : "localbuff");
-    return ONE_SIDED_UNSUPPORTED("ncclPutSignal");
+    if (count > SIZE_MAX / weft_dtype_size(o.dtype))
+        return nccl_fail(ncclInvalidArgument, "ncclPutSignal: %zu elements overflow a size", count);
+    return submit(&o);
 }
 
 NCCL_API ncclResult_t ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
                                  cudaStream_t stream)
 {
+    nccl_op_t o = {.kind = OP_SIGNAL, .peer = peer, .comm = comm, .stream = stream, .dtype = WEFT_UINT8};
     ncclResult_t r = one_sided_check("ncclSignal", peer, sigIdx, ctx, flags, comm);
-    (void)stream;
-    return r != ncclSuccess ? r : ONE_SIDED_UNSUPPORTED("ncclSignal");
+    return r != ncclSuccess ? r : submit(&o);
 }
 
 NCCL_API ncclResult_t ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t *descs, ncclComm_t comm, cudaStream_t stream)
 {
-    (void)stream;
+    nccl_op_t o = {.kind = OP_WAIT_SIGNAL, .count = (size_t)(nDesc > 0 ? nDesc : 0), .comm = comm, .stream = stream,
+                   .dtype = WEFT_UINT8};
     if (!comm)
         return nccl_fail(ncclInvalidArgument, "ncclWaitSignal: comm is NULL");
-    if (nDesc < 0 || (nDesc > 0 && !descs))
+    if (nDesc <= 0 || !descs)
         return nccl_fail(ncclInvalidArgument, "ncclWaitSignal: %d descriptors%s", nDesc,
-                         nDesc > 0 ? " with signalDescs NULL" : "");
+                         nDesc > 0 ? " with signalDescs NULL" : " (at least one)");
     for (int i = 0; i < nDesc; i++) {
-        ncclResult_t r = one_sided_check("ncclWaitSignal", descs[i].peer, descs[i].sigIdx, descs[i].ctx, 0, comm);
+        char what[48];
+        snprintf(what, sizeof(what), "ncclWaitSignal: descriptor %d", i);
+        ncclResult_t r = one_sided_check(what, descs[i].peer, descs[i].sigIdx, descs[i].ctx, 0, comm);
         if (r != ncclSuccess)
             return r;
-        if (descs[i].opCnt < 0)
-            return nccl_fail(ncclInvalidArgument, "ncclWaitSignal: descriptor %d waits for %d signals", i,
-                             descs[i].opCnt);
+        if (descs[i].opCnt <= 0)
+            return nccl_fail(ncclInvalidArgument, "ncclWaitSignal: descriptor %d waits for %d signals (at least 1)",
+                             i, descs[i].opCnt);
     }
-    return ONE_SIDED_UNSUPPORTED("ncclWaitSignal");
+    /* copied: a group may end after the caller reused its array */
+    if (!(o.v = malloc(2 * (size_t)nDesc * sizeof(size_t))))
+        return nccl_fail(ncclSystemError, "ncclWaitSignal: out of memory");
+    for (int i = 0; i < nDesc; i++) {
+        o.v[2 * i] = (size_t)descs[i].peer;
+        o.v[2 * i + 1] = (size_t)descs[i].opCnt;
+    }
+    return submit(&o);
 }
 
 NCCL_ALIAS(ncclGroupStart);

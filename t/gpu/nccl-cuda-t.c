@@ -2,14 +2,17 @@
  * The NCCL API on the cuda backend, as a CUDA program uses it: device
  * buffers from cudaMalloc, the program's own stream, and collectives
  * captured in a CUDA graph and replayed with new inputs (as inference
- * engines do); what cannot be captured (point-to-point, a communicator's
- * first collective) is refused saying so. Ranks are processes on the
+ * engines do); what cannot be captured (point-to-point with a peer not
+ * met yet, a communicator's first collective) is refused saying so;
+ * send/recv captured once its link exists, replayed with new inputs;
+ * ncclPutSignal/ncclWaitSignal round a ring into a window. Ranks are processes on the
  * GPU(s) here. Skips with a reason
  * where no CUDA GPU is visible; fails then under WEFT_TEST_STRICT=1.
  */
 #include "tap/basic.h"
 #include "tap/ranks.h"
 #include "weft/nccl.h"
+#include "nccl_internal.h" /* comm->w: a window of weft's memory */
 
 #include <cuda_runtime_api.h>
 #include <stdio.h>
@@ -152,6 +155,84 @@ static int rank_main(int rank, int nranks, void *arg)
         NCCL_OK(ncclCommDestroy(sub), "ncclCommDestroy (split)");
         cudaFree(buf);
     }
+    /* point-to-point once its links exist (the uncaptured group first):
+     * captured, replayed with new inputs, uncaptured groups in between;
+     * several chunks of the link's slots */
+    {
+        size_t n = 300000;
+        float *sb, *rb;
+        int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
+        char what[96];
+        cudaGraph_t graph = NULL;
+        cudaGraphExec_t exec = NULL;
+        CUDA_OK(cudaMalloc((void **)&sb, n * sizeof(float)), "cudaMalloc");
+        CUDA_OK(cudaMalloc((void **)&rb, n * sizeof(float)), "cudaMalloc");
+        for (int round = 0; round <= 3 && !fails; round++) {
+            if (round == 1) {
+                rank_step("send/recv captured");
+                CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+                ncclGroupStart();
+                ncclSend(sb, n, ncclFloat, next, comm, stream);
+                ncclRecv(rb, n, ncclFloat, prev, comm, stream);
+                NCCL_OK(ncclGroupEnd(), "send/recv under capture");
+                CUDA_OK(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
+                CUDA_OK(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+            }
+            for (int captured = round ? 1 : 0; captured >= 0 && !fails; captured--) {
+                float base = (float)((rank + 1) * (captured ? 10 * round : 7 + round));
+                rank_step("send/recv round %d, %s", round, captured ? "graph launch" : "uncaptured");
+                if (fill(sb, n, base))
+                    return rank_fail("fill");
+                if (captured) {
+                    CUDA_OK(cudaGraphLaunch(exec, stream), "cudaGraphLaunch (send/recv)");
+                } else {
+                    ncclGroupStart();
+                    ncclSend(sb, n, ncclFloat, next, comm, stream);
+                    ncclRecv(rb, n, ncclFloat, prev, comm, stream);
+                    NCCL_OK(ncclGroupEnd(), "send/recv");
+                }
+                CUDA_OK(cudaStreamSynchronize(stream), "cudaStreamSynchronize (send/recv)");
+                snprintf(what, sizeof(what), "send/recv round %d, %s", round, captured ? "graph" : "uncaptured");
+                fails += check(rb, n, base / (float)(rank + 1) * (float)(prev + 1), 1, what);
+            }
+        }
+        if (exec)
+            cudaGraphExecDestroy(exec);
+        if (graph)
+            cudaGraphDestroy(graph);
+        cudaFree(sb);
+        cudaFree(rb);
+    }
+    /* ncclPutSignal round the ring into a window (weft's memory), waited for */
+    {
+        size_t n = 100000;
+        float *wbuf, *src;
+        ncclWindow_t win;
+        int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
+        rank_step("put+signal");
+        if (weft_mem_alloc(comm->w, 2 * n * sizeof(float), (void **)&wbuf) != WEFT_OK)
+            return rank_fail("weft_mem_alloc: %s", weft_get_last_error());
+        CUDA_OK(cudaMalloc((void **)&src, n * sizeof(float)), "cudaMalloc");
+        NCCL_OK(ncclCommWindowRegister(comm, wbuf, 2 * n * sizeof(float), &win, 0), "ncclCommWindowRegister");
+        for (int round = 0; round < 3 && !fails; round++) {
+            ncclWaitSignalDesc_t d = {1, prev, 0, 0};
+            char what[64];
+            if (fill(src, n, (float)(rank + 1 + 100 * round)))
+                return rank_fail("fill");
+            NCCL_OK(ncclPutSignal(src, n, ncclFloat, next, win, (size_t)(round & 1) * n * sizeof(float), 0, 0, 0,
+                                  comm, stream), "ncclPutSignal");
+            NCCL_OK(ncclWaitSignal(1, &d, comm, stream), "ncclWaitSignal");
+            CUDA_OK(cudaStreamSynchronize(stream), "cudaStreamSynchronize (put+signal)");
+            snprintf(what, sizeof(what), "put+signal round %d", round);
+            fails += check(wbuf + (round & 1) * n, n, (float)(prev + 1 + 100 * round), 1, what);
+            /* no rank overwrites a block before its owner checked it */
+            NCCL_OK(ncclAllReduce(src, src, 1, ncclFloat, ncclSum, comm, stream), "allreduce (a barrier)");
+            CUDA_OK(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+        }
+        NCCL_OK(ncclCommWindowDeregister(comm, win), "ncclCommWindowDeregister");
+        weft_mem_free(comm->w, wbuf);
+        cudaFree(src);
+    }
     ncclResult_t async = ncclSuccess;
     ncclCommGetAsyncError(comm, &async);
     if (async != ncclSuccess)
@@ -183,7 +264,7 @@ int main(void)
     plan(1);
     ok(run_ranks(2, 120000, rank_main, NULL, NULL),
        "2 ranks, NCCL API on cuda: allreduce on the program's stream (LL packets and barriers), and captured in a "
-       "CUDA graph, replayed 4 times with new inputs; send/recv and a communicator's first collective refused "
-       "under capture, saying why");
+       "CUDA graph, replayed 4 times with new inputs; a first send/recv and a communicator's first collective "
+       "refused under capture, saying why; send/recv captured and replayed; put+signal round a ring");
     return test_done();
 }

@@ -569,8 +569,9 @@ static void params(void)
                  "handles and types refused");
 }
 
-/* 11: one-sided calls: bad arguments refused; the calls themselves say
- * that weft does not offer them through this API */
+/* 11: one-sided calls: bad arguments refused; without a window (which
+ * brings the signal areas) the calls say why they cannot run (the calls
+ * themselves: t/nccl/signal-t) */
 static int one_sided(int rank, int nranks, void *arg)
 {
     ncclComm_t comm;
@@ -654,7 +655,7 @@ int main(int argc, char **argv)
     report(run_ranks(2, 60000, suspend, NULL, NULL), "ncclCommSuspend/Resume, ncclCommMemStats");
     params();
     report(run_ranks(2, 60000, one_sided, NULL, NULL),
-           "ncclPutSignal/ncclSignal/ncclWaitSignal: bad arguments refused; refused with a reason otherwise");
+           "ncclPutSignal/ncclSignal/ncclWaitSignal: bad arguments refused; before any window, refused with a reason");
     report(run_ranks(2, 60000, bad_input, NULL, NULL),
            "bad input to AlltoAll, Gather, Scatter, AllToAllv, Grow, GetUniqueId, Resume, MemStats: invalid argument, "
            "the communicator keeps working");

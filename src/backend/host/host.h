@@ -20,6 +20,23 @@ weft_status_t weft_host_stream_write_u64(weft_gpu_ctx_t *ctx, void *dst, uint64_
 weft_status_t weft_host_memcpy_async(weft_gpu_ctx_t *ctx, void *dst, const void *src, size_t bytes,
                                      weft_gpu_stream_t *stream);
 weft_status_t weft_host_launch(weft_gpu_ctx_t *ctx, const weft_gpu_launch_t *launch, weft_gpu_stream_t *stream);
+weft_status_t weft_host_stream_capturing(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *stream, int *capturing);
+
+/*
+ * Graph capture, emulated, for tests of what a CUDA/HIP graph replays:
+ * between begin and end, copies, stores and launches enqueued on @p stream are
+ * recorded instead of run (arguments copied, as a graph holds them) and
+ * stream_capturing reports 1; weft_host_graph_launch enqueues the
+ * recording again, as it was, on any stream of the context. Only the
+ * thread that enqueues on the stream may begin or end its capture.
+ * Returns WEFT_ERR_INVALID_ARGUMENT on a stream already (or not)
+ * capturing, WEFT_ERR_NO_MEMORY.
+ */
+typedef struct weft_host_graph weft_host_graph_t;
+weft_status_t weft_host_stream_begin_capture(weft_gpu_stream_t *stream);
+weft_status_t weft_host_stream_end_capture(weft_gpu_stream_t *stream, weft_host_graph_t **graph);
+weft_status_t weft_host_graph_launch(weft_host_graph_t *graph, weft_gpu_stream_t *stream);
+void weft_host_graph_destroy(weft_host_graph_t *graph);
 
 /*
  * The wait policy (host_device.c). A thread that waits for another (a

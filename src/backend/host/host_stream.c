@@ -80,6 +80,19 @@ struct weft_gpu_stream {
     int *pasleep;                /* under plock: pool thread i sleeps on pstart[i] */
     int pdone_waiting;           /* under plock: the launcher sleeps on pdone */
     int pstop;
+
+    /* capture emulation (weft_host_stream_begin_capture): while capturing,
+     * the enqueuing thread appends copies, stores and launches here instead of
+     * queuing them; only that thread touches these */
+    int capturing;
+    op_t *cap_ops;
+    size_t cap_n, cap_cap;
+};
+
+/* A captured sequence: replayed as recorded, arguments included. */
+struct weft_host_graph {
+    op_t *ops;
+    size_t n;
 };
 
 struct weft_gpu_event {
@@ -310,6 +323,7 @@ weft_status_t weft_host_stream_destroy(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *s
     for (unsigned k = 0; k < s->npool; k++)
         pthread_cond_destroy(&s->pstart[k]);
     pthread_cond_destroy(&s->pdone);
+    free(s->cap_ops);
     free(s->pool);
     free(s->pstart);
     free(s->pasleep);
@@ -374,27 +388,102 @@ weft_status_t weft_host_stream_query(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *s)
     return __atomic_load_n(&s->completed, __ATOMIC_ACQUIRE) >= target ? WEFT_OK : WEFT_INPROGRESS;
 }
 
+/* Under capture: the next recorded op (NULL: out of memory). */
+static op_t *capture_next(weft_gpu_stream_t *s)
+{
+    if (s->cap_n == s->cap_cap) {
+        size_t cap = s->cap_cap ? 2 * s->cap_cap : 16;
+        op_t *ops = realloc(s->cap_ops, cap * sizeof(*ops));
+        if (!ops)
+            return NULL;
+        s->cap_ops = ops;
+        s->cap_cap = cap;
+    }
+    memset(&s->cap_ops[s->cap_n], 0, sizeof(op_t));
+    return &s->cap_ops[s->cap_n++];
+}
+
+weft_status_t weft_host_stream_capturing(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *s, int *capturing)
+{
+    (void)ctx;
+    *capturing = s->capturing;
+    return WEFT_OK;
+}
+
+weft_status_t weft_host_stream_begin_capture(weft_gpu_stream_t *s)
+{
+    if (!s || s->capturing)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    s->capturing = 1;
+    s->cap_n = 0;
+    return WEFT_OK;
+}
+
+weft_status_t weft_host_stream_end_capture(weft_gpu_stream_t *s, weft_host_graph_t **out)
+{
+    weft_host_graph_t *g;
+    if (!s || !out || !s->capturing)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    s->capturing = 0;
+    if (!(g = calloc(1, sizeof(*g))))
+        return WEFT_ERR_NO_MEMORY;
+    g->ops = s->cap_ops; /* the recording becomes the graph's */
+    g->n = s->cap_n;
+    s->cap_ops = NULL;
+    s->cap_n = s->cap_cap = 0;
+    *out = g;
+    return WEFT_OK;
+}
+
+weft_status_t weft_host_graph_launch(weft_host_graph_t *g, weft_gpu_stream_t *s)
+{
+    if (!g || !s || s->capturing)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    for (size_t i = 0; i < g->n; i++) {
+        op_t *op = enqueue_begin(s);
+        uint64_t seq = op->seq;
+        *op = g->ops[i];
+        op->seq = seq;
+        enqueue_end(s);
+    }
+    return WEFT_OK;
+}
+
+void weft_host_graph_destroy(weft_host_graph_t *g)
+{
+    if (!g)
+        return;
+    free(g->ops);
+    free(g);
+}
+
 weft_status_t weft_host_memcpy_async(weft_gpu_ctx_t *ctx, void *dst, const void *src, size_t bytes,
                                      weft_gpu_stream_t *s)
 {
     (void)ctx;
-    op_t *op = enqueue_begin(s);
+    op_t *op = s->capturing ? capture_next(s) : enqueue_begin(s);
+    if (!op)
+        return WEFT_ERR_NO_MEMORY;
     op->kind = OP_COPY;
     op->dst = dst;
     op->src = src;
     op->bytes = bytes;
-    enqueue_end(s);
+    if (!s->capturing)
+        enqueue_end(s);
     return WEFT_OK;
 }
 
 weft_status_t weft_host_stream_write_u64(weft_gpu_ctx_t *ctx, void *dst, uint64_t value, weft_gpu_stream_t *s)
 {
     (void)ctx;
-    op_t *op = enqueue_begin(s);
+    op_t *op = s->capturing ? capture_next(s) : enqueue_begin(s);
+    if (!op)
+        return WEFT_ERR_NO_MEMORY;
     op->kind = OP_WRITE64;
     op->dst = dst;
     op->value = value;
-    enqueue_end(s);
+    if (!s->capturing)
+        enqueue_end(s);
     return WEFT_OK;
 }
 
@@ -406,13 +495,16 @@ weft_status_t weft_host_launch(weft_gpu_ctx_t *ctx, const weft_gpu_launch_t *l, 
                    l->name ? l->name : "kernel", l->nblocks, ctx->max_blocks, l->args_size, ARGS_MAX);
         return WEFT_ERR_INVALID_ARGUMENT;
     }
-    op_t *op = enqueue_begin(s);
+    op_t *op = s->capturing ? capture_next(s) : enqueue_begin(s);
+    if (!op)
+        return WEFT_ERR_NO_MEMORY;
     op->kind = OP_LAUNCH;
     op->fn = l->host_fn;
     op->nblocks = l->nblocks;
     if (l->args_size)
         memcpy(op->args, l->args, l->args_size);
-    enqueue_end(s);
+    if (!s->capturing)
+        enqueue_end(s);
     return WEFT_OK;
 }
 
@@ -436,6 +528,10 @@ weft_status_t weft_host_event_destroy(weft_gpu_ctx_t *ctx, weft_gpu_event_t *e)
 weft_status_t weft_host_event_record(weft_gpu_ctx_t *ctx, weft_gpu_event_t *e, weft_gpu_stream_t *s)
 {
     (void)ctx;
+    if (s->capturing) {
+        weft_error(WEFT_SUB_GPU, "host stream capture records copies and launches only, not events");
+        return WEFT_ERR_UNSUPPORTED;
+    }
     op_t *op = enqueue_begin(s);
     op->kind = OP_EVENT;
     e->stream = s;
