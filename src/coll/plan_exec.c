@@ -27,6 +27,7 @@
 #include "util.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -409,6 +410,62 @@ static void exec_release_cb(struct weft_plan *plan)
     plan_release(plan);
 }
 
+weft_status_t weft_plan_admits(const weft_comm_t *comm, const struct weft_plan *plan, weft_dtype_t dtype,
+                               weft_redop_t op, char *why, size_t len)
+{
+    if (plan_uses(plan, is_reducing)) {
+        const weft_plan_gpu_t *gpu = &plan->gpus[comm->rank];
+        for (uint32_t b = 0; b < gpu->ntb; b++)
+            for (uint32_t i = 0; i < gpu->tb[b].nops; i++) {
+                int r = gpu->tb[b].ops[i].redop;
+                if (r > WEFT_SUM && r != (int)op && !(r == WEFT_AVG && op == WEFT_SUM)) {
+                    snprintf(why, len,
+                             "plan %s: gpus[%d].threadblocks[%u].ops[%u].reduce_op asks another operation than "
+                             "the call's",
+                             plan->name, comm->rank, b, i);
+                    return WEFT_ERR_INVALID_ARGUMENT;
+                }
+            }
+        if (op == WEFT_AVG && strcmp(plan->collective, "allreduce")) {
+            snprintf(why, len, "plan %s: avg is run for allreduce plans only", plan->name);
+            return WEFT_ERR_UNSUPPORTED;
+        }
+    }
+    if (plan_uses(plan, is_port_op)) {
+        snprintf(why, len, "plan %s: port-channel ops are not run by the executor yet", plan->name);
+        return WEFT_ERR_UNSUPPORTED;
+    }
+    for (uint32_t g = 0; g < plan->ngpus; g++)
+        for (uint32_t s = 0; s < plan->gpus[g].nsw; s++) {
+            int seen[3] = {0, 0, 0};
+            if (!(comm->caps & WEFT_CAP_MULTICAST)) {
+                snprintf(why, len, "plan %s needs multicast (switch channels), which backend %s lacks", plan->name,
+                         comm->gpu->name);
+                return WEFT_ERR_UNSUPPORTED;
+            }
+            if (plan->gpus[g].sw[s].nranks != plan->ngpus) {
+                snprintf(why, len,
+                         "plan %s: gpus[%u].channels: switch channels over some ranks only are not run yet",
+                         plan->name, g);
+                return WEFT_ERR_UNSUPPORTED;
+            }
+            for (uint32_t q = 0; q <= s; q++) {
+                int st = storage(plan, plan->gpus[g].sw[q].type);
+                if (seen[st]++) {
+                    snprintf(why, len, "plan %s: gpus[%u]: two switch channels over one buffer are not run yet",
+                             plan->name, g);
+                    return WEFT_ERR_UNSUPPORTED;
+                }
+            }
+        }
+    if (strcmp(comm->gpu->name, "host") && plan_uses(plan, is_switch_reduce) &&
+        !weft_sc_reduces(dtype, op == WEFT_AVG ? WEFT_SUM : op)) {
+        snprintf(why, len, "plan %s: the switch reduces only sums of f32, f16 and bf16", plan->name);
+        return WEFT_ERR_UNSUPPORTED;
+    }
+    return WEFT_OK;
+}
+
 weft_status_t weft_execute(weft_comm_t *comm, weft_plan_t *plan, const void *sendbuf, void *recvbuf,
                            size_t send_bytes, size_t recv_bytes, weft_dtype_t dtype, weft_redop_t op,
                            weft_stream_t *stream)
@@ -419,6 +476,7 @@ weft_status_t weft_execute(weft_comm_t *comm, weft_plan_t *plan, const void *sen
     weft_exec_args_t a;
     weft_gpu_launch_t l;
     int reduces;
+    char why[512];
 
     if (!comm || !plan || !stream || stream->comm != comm || (unsigned)dtype >= WEFT_DTYPE_COUNT ||
         (unsigned)op >= WEFT_REDOP_COUNT || (send_bytes && !sendbuf) || (recv_bytes && !recvbuf)) {
@@ -437,54 +495,9 @@ weft_status_t weft_execute(weft_comm_t *comm, weft_plan_t *plan, const void *sen
         return WEFT_ERR_INVALID_ARGUMENT;
     }
     reduces = plan_uses(plan, is_reducing);
-    if (reduces) {
-        const weft_plan_gpu_t *gpu = &plan->gpus[comm->rank];
-        for (uint32_t b = 0; b < gpu->ntb; b++)
-            for (uint32_t i = 0; i < gpu->tb[b].nops; i++) {
-                int r = gpu->tb[b].ops[i].redop;
-                if (r > WEFT_SUM && r != (int)op && !(r == WEFT_AVG && op == WEFT_SUM)) {
-                    weft_error(WEFT_SUB_COLL,
-                               "plan %s: gpus[%d].threadblocks[%u].ops[%u].reduce_op asks another operation than "
-                               "the call's",
-                               plan->name, comm->rank, b, i);
-                    return WEFT_ERR_INVALID_ARGUMENT;
-                }
-            }
-        if (op == WEFT_AVG && strcmp(plan->collective, "allreduce")) {
-            weft_error(WEFT_SUB_COLL, "plan %s: avg is run for allreduce plans only", plan->name);
-            return WEFT_ERR_UNSUPPORTED;
-        }
-    }
-    if (plan_uses(plan, is_port_op)) {
-        weft_error(WEFT_SUB_COLL, "plan %s: port-channel ops are not run by the executor yet", plan->name);
-        return WEFT_ERR_UNSUPPORTED;
-    }
-    for (uint32_t g = 0; g < plan->ngpus; g++)
-        for (uint32_t s = 0; s < plan->gpus[g].nsw; s++) {
-            int seen[3] = {0, 0, 0};
-            if (!(comm->caps & WEFT_CAP_MULTICAST)) {
-                weft_error(WEFT_SUB_COLL, "plan %s needs multicast (switch channels), which backend %s lacks",
-                           plan->name, comm->gpu->name);
-                return WEFT_ERR_UNSUPPORTED;
-            }
-            if (plan->gpus[g].sw[s].nranks != plan->ngpus) {
-                weft_error(WEFT_SUB_COLL, "plan %s: gpus[%u].channels: switch channels over some ranks only are "
-                           "not run yet", plan->name, g);
-                return WEFT_ERR_UNSUPPORTED;
-            }
-            for (uint32_t q = 0; q <= s; q++) {
-                int st = storage(plan, plan->gpus[g].sw[q].type);
-                if (seen[st]++) {
-                    weft_error(WEFT_SUB_COLL, "plan %s: gpus[%u]: two switch channels over one buffer are not run yet",
-                               plan->name, g);
-                    return WEFT_ERR_UNSUPPORTED;
-                }
-            }
-        }
-    if (strcmp(comm->gpu->name, "host") && plan_uses(plan, is_switch_reduce) &&
-        !weft_sc_reduces(dtype, op == WEFT_AVG ? WEFT_SUM : op)) {
-        weft_error(WEFT_SUB_COLL, "plan %s: the switch reduces only sums of f32, f16 and bf16", plan->name);
-        return WEFT_ERR_UNSUPPORTED;
+    if ((status = weft_plan_admits(comm, plan, dtype, op, why, sizeof(why))) != WEFT_OK) {
+        weft_error(WEFT_SUB_COLL, "%s", why);
+        return status;
     }
     if (weft_stream_is_capturing(stream)) {
         weft_error(WEFT_SUB_COLL, "plan %s: execution under graph capture is not supported yet", plan->name);
@@ -542,7 +555,9 @@ weft_status_t weft_execute(weft_comm_t *comm, weft_plan_t *plan, const void *sen
         status = comm->gpu->launch(comm->gctx, &l, stream->s);
     if (status == WEFT_OK && recv_bytes)
         status = comm->gpu->memcpy_async(comm->gctx, recvbuf, x->buf[WEFT_PLAN_BUF_OUTPUT], recv_bytes, stream->s);
-    if (status == WEFT_OK)
+    if (status == WEFT_OK) {
         x->execs++;
+        __atomic_add_fetch(&plan->runs, 1, __ATOMIC_RELAXED);
+    }
     return status;
 }
