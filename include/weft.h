@@ -515,6 +515,14 @@ WEFT_API weft_status_t weft_plan_load_string(const char *json, weft_plan_t **pla
 WEFT_API weft_status_t weft_plan_destroy(weft_plan_t *plan);
 /** What @p plan declares. */
 WEFT_API weft_status_t weft_plan_info(const weft_plan_t *plan, weft_plan_info_t *info);
+/**
+ * Whether weft_execute would accept @p send_bytes of input and
+ * @p recv_bytes of output for @p plan on every one of its ranks (the
+ * chunking rule and min/max_message_size; see weft_execute): WEFT_OK, or
+ * WEFT_ERR_INVALID_ARGUMENT, nothing logged (tools use it to pick the
+ * sizes of a sweep). Thread-safe.
+ */
+WEFT_API weft_status_t weft_plan_check_message(const weft_plan_t *plan, size_t send_bytes, size_t recv_bytes);
 
 /**
  * Runs @p plan's collective on @p comm: collective over the plan's ranks

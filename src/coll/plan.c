@@ -1178,3 +1178,8 @@ int weft_plan_sizes_fit(const struct weft_plan *plan, size_t in_bytes, size_t ou
         if (sizes_fit(plan, (int)r, in_bytes, out_bytes, NULL, why, sizeof(why)) != 0) return 0;
     return 1;
 }
+
+weft_status_t weft_plan_check_message(const weft_plan_t *plan, size_t send_bytes, size_t recv_bytes)
+{
+    return plan && weft_plan_sizes_fit(plan, send_bytes, recv_bytes) ? WEFT_OK : WEFT_ERR_INVALID_ARGUMENT;
+}

@@ -508,7 +508,10 @@ weft_status_t weft_execute(weft_comm_t *comm, weft_plan_t *plan, const void *sen
         ;
     pthread_mutex_unlock(&exec_lock);
     if (x && (send_bytes > x->in_cap || recv_bytes > x->out_cap ||
-              in_offset(plan, comm->rank, send_bytes) != x->in_off)) {
+              /* in-place allgather: every rank's input sits at rank x
+               * send_bytes in the output, which the remote pointers
+               * hold; a rank-independent test, so that all rebuild */
+              (in_offset(plan, 1, send_bytes) != in_offset(plan, 1, x->in_cap)))) {
         /* larger than the buffers: every rank rebuilds, once its earlier
          * executions are done (outside the communicator's lock, which the
          * synchronization takes) */
