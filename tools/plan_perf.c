@@ -197,7 +197,8 @@ static int sweep(pctx_t *c, int first)
         }
         printf("#\n# %12s %12s %8s %6s %10s %8s %8s %7s", "size", "count", "type", "redop", "time(us)", "algbw",
                "busbw", "#wrong");
-        if (c->job->vs_builtin) printf(" %10s %8s %8s %7s %7s", "builtin", "algbw", "busbw", "#wrong", "ratio");
+        if (c->job->vs_builtin)
+            printf(" %10s %8s %8s %7s %7s %s", "builtin", "algbw", "busbw", "#wrong", "ratio", "algorithm");
         printf("\n");
         fflush(stdout);
     }
@@ -221,9 +222,12 @@ static int sweep(pctx_t *c, int first)
                 printf("  %12zu %12llu %8s %6s %10.2f %8.3f %8.3f %7ld", sz, (unsigned long long)count,
                        dtype_names[c->t], reduces ? op_names[c->op] : "none", sp, alg, alg * bus_factor(c),
                        o->check ? (long)w : -1L);
-                if (c->job->vs_builtin)
-                    printf(" %10.2f %8.3f %8.3f %7ld %7.2f", sb, algb, algb * bus_factor(c), o->check ? (long)wb : -1L,
-                           sb > 0 ? sp / sb : 0.0);
+                if (c->job->vs_builtin) {
+                    const char *algo = "?";
+                    weft_coll_algorithm(c->comm, c->info.collective, (size_t)count * c->es, &algo);
+                    printf(" %10.2f %8.3f %8.3f %7ld %7.2f %s", sb, algb, algb * bus_factor(c),
+                           o->check ? (long)wb : -1L, sb > 0 ? sp / sb : 0.0, algo);
+                }
                 printf("\n");
                 fflush(stdout);
                 bw_sum += alg * bus_factor(c);

@@ -478,17 +478,18 @@ int main(int argc, char **argv)
     if (o.min_bytes > o.max_bytes || nranks < 0 || nranks > 1024 || o.root < 0 ||
         (nranks > 0 && o.root >= nranks))
         goto bad;
-    if (plan_file)
-        return plan_perf_main(&o, plan_file, o.name, plan_vs_builtin, nranks, &cfg);
-    if (plan_vs_builtin) {
-        fprintf(stderr, "weft-perf: --vs builtin compares a plan (--plan FILE) with the built-in algorithm\n");
-        return 2;
-    }
     if (algo) {
         /* before any rank reads its parameters */
         char spec[256];
         snprintf(spec, sizeof(spec), "%s:%s", o.name, algo);
         setenv("WEFT_ALGO", spec, 1);
+    }
+    /* after --algo: it picks the built-in side of --vs builtin */
+    if (plan_file)
+        return plan_perf_main(&o, plan_file, o.name, plan_vs_builtin, nranks, &cfg);
+    if (plan_vs_builtin) {
+        fprintf(stderr, "weft-perf: --vs builtin compares a plan (--plan FILE) with the built-in algorithm\n");
+        return 2;
     }
     if (o.vs && o.kind != OP_COLL) {
         fprintf(stderr, "weft-perf: --vs compares the device collectives, not %s\n", o.name);
