@@ -538,10 +538,13 @@ WEFT_API weft_status_t weft_plan_check_message(const weft_plan_t *plan, size_t s
  * another reduce_op than sum must agree with @p op.
  * The first execution on a communicator builds the plan's resources
  * (buffers, channels, semaphores; collectively, bounded) and later ones
- * reuse them. Errors: WEFT_ERR_INVALID_ARGUMENT (nothing queued) for bad
- * arguments or sizes, with a message naming the rule;
- * WEFT_ERR_UNSUPPORTED for what the backend or this executor cannot run
- * (switch channels without multicast, port channels, graph capture);
+ * reuse them; once built, an execution may be captured in a CUDA/HIP
+ * graph and replayed (the kernel counts executions on the device, so each
+ * replay pairs with the peers' replays). Errors: WEFT_ERR_INVALID_ARGUMENT
+ * (nothing queued) for bad arguments or sizes, with a message naming the
+ * rule; WEFT_ERR_UNSUPPORTED for what the backend or this executor cannot
+ * run (switch channels without multicast, port channels, capturing an
+ * execution that would build the plan's resources);
  * device-side failures (a peer that never signals) surface at
  * weft_stream_synchronize as WEFT_ERR_TIMEOUT naming the rank.
  */
