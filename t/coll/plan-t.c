@@ -98,7 +98,9 @@ static int rank_main(int rank, int nranks, void *arg)
     int fails = 0;
     weft_comm_config_t cfg = WEFT_COMM_CONFIG_INIT;
     int no_mc;
-    setenv("WEFT_NVLS_ENABLE", "1", 1);
+    /* the host backend's emulated multicast only: never NVLink multicast
+     * on a shared GPU host (GPU-HOST.md) */
+    if (!strcmp(backend, "host")) setenv("WEFT_NVLS_ENABLE", "1", 1);
     cfg.backend = backend;
     if (strcmp(backend, "host")) cfg.device = 0; /* every rank on the first GPU (several processes per GPU) */
     if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, &cfg, &comm) != WEFT_OK ||
