@@ -551,6 +551,14 @@ WEFT_API weft_status_t weft_plan_load_string(const char *json, weft_plan_t **pla
 WEFT_API weft_status_t weft_plan_destroy(weft_plan_t *plan);
 /** What @p plan declares. */
 WEFT_API weft_status_t weft_plan_info(const weft_plan_t *plan, weft_plan_info_t *info);
+/**
+ * Whether weft_execute would accept @p send_bytes of input and
+ * @p recv_bytes of output for @p plan on every one of its ranks (the
+ * chunking rule and min/max_message_size; see weft_execute): WEFT_OK, or
+ * WEFT_ERR_INVALID_ARGUMENT, nothing logged (tools use it to pick the
+ * sizes of a sweep). Thread-safe.
+ */
+WEFT_API weft_status_t weft_plan_check_message(const weft_plan_t *plan, size_t send_bytes, size_t recv_bytes);
 
 /**
  * Runs @p plan's collective on @p comm: collective over the plan's ranks
@@ -566,10 +574,13 @@ WEFT_API weft_status_t weft_plan_info(const weft_plan_t *plan, weft_plan_info_t 
  * another reduce_op than sum must agree with @p op.
  * The first execution on a communicator builds the plan's resources
  * (buffers, channels, semaphores; collectively, bounded) and later ones
- * reuse them. Errors: WEFT_ERR_INVALID_ARGUMENT (nothing queued) for bad
- * arguments or sizes, with a message naming the rule;
- * WEFT_ERR_UNSUPPORTED for what the backend or this executor cannot run
- * (switch channels without multicast, port channels, graph capture);
+ * reuse them; once built, an execution may be captured in a CUDA/HIP
+ * graph and replayed (the kernel counts executions on the device, so each
+ * replay pairs with the peers' replays). Errors: WEFT_ERR_INVALID_ARGUMENT
+ * (nothing queued) for bad arguments or sizes, with a message naming the
+ * rule; WEFT_ERR_UNSUPPORTED for what the backend or this executor cannot
+ * run (switch channels without multicast, port channels, capturing an
+ * execution that would build the plan's resources);
  * device-side failures (a peer that never signals) surface at
  * weft_stream_synchronize as WEFT_ERR_TIMEOUT naming the rank.
  */

@@ -5,20 +5,24 @@
 #include "net.h"
 #include "topo.h"
 #include "param.h"
+#include "plan.h"
 #include "sock.h"
 #include "uid.h"
 #include "weft.h"
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: weft-info [-c] [-a] [--new-id]\n"
+    fprintf(out, "usage: weft-info [-c] [-a] [--new-id] [--check-plan FILE]\n"
                  "  (no option)  build: version, GPU backends, networks, devices\n"
                  "  -c           every parameter with its value, origin and help\n"
-                 "  -a           the collective algorithms\n"
+                 "  -a           the collective algorithms, and the plans of WEFT_PLAN_DIR\n"
+                 "  --check-plan FILE  validate an execution plan without running it (exit 0 when\n"
+                 "               valid; otherwise 1 and the JSON path of the first bad field)\n"
                  "  --new-id     create a unique id and print its text form (for launchers:\n"
                  "               export it as WEFT_UNIQUE_ID with WEFT_ROOT=host:port)\n");
 }
@@ -45,6 +49,62 @@ static void print_rule(const char *platform, const char *coll, const char *layou
     printf("  %-8s %-14s %-9s ranks %-8s bytes %-10s -> %s\n", platform, coll, layout, ranks, bytes, algo);
 }
 
+static void size_range(uint64_t lo, uint64_t hi, char *buf, size_t len)
+{
+    if (hi == UINT64_MAX)
+        snprintf(buf, len, ">= %llu", (unsigned long long)lo);
+    else
+        snprintf(buf, len, "%llu..%llu", (unsigned long long)lo, (unsigned long long)hi);
+}
+
+/* The plans of WEFT_PLAN_DIR, as the collectives see them. */
+static int print_plans(void)
+{
+    size_t n = weft_plan_dir_count(), bad = weft_plan_dir_failed();
+    if (!*weft_plan_dir_path()) {
+        printf("execution plans: none (WEFT_PLAN_DIR is not set)\n");
+        return 0;
+    }
+    printf("execution plans of WEFT_PLAN_DIR=%s, tried in this order before the table where one matches the\n"
+           "call (WEFT_ALGO=collective:plan:NAME forces one):\n", weft_plan_dir_path());
+    printf("  %-24s %-14s %5s %-12s %-6s %-24s %s\n", "name", "collective", "ranks", "placement", "proto",
+           "message bytes", "file");
+    for (size_t i = 0; i < n; i++) {
+        const weft_plan_dir_entry_t *e = weft_plan_dir_entry(i);
+        weft_plan_info_t info;
+        char range[64];
+        weft_plan_info(e->plan, &info);
+        size_range(info.min_bytes, info.max_bytes, range, sizeof(range));
+        printf("  %-24s %-14s %5d %-12s %-6s %-24s %s\n", info.name, info.collective, info.nranks,
+               info.inplace ? "in place" : "out of place", info.packet ? "LL" : "Simple", range, e->file);
+    }
+    if (!n)
+        printf("  (none loaded)\n");
+    if (bad)
+        printf("  %zu file%s not loaded (the log above says why)\n", bad, bad == 1 ? "" : "s");
+    return 0;
+}
+
+/* --check-plan: loads and validates, runs nothing. */
+static int check_plan(const char *path)
+{
+    weft_plan_t *p;
+    weft_plan_info_t info;
+    char range[64];
+    /* the one message is this tool's (unless the user asked for the log) */
+    setenv("WEFT_LOG_LEVEL", "none", 0);
+    if (weft_plan_load(path, &p) != WEFT_OK) {
+        fprintf(stderr, "weft-info: %s: %s\n", path, weft_get_last_error());
+        return 1;
+    }
+    weft_plan_info(p, &info);
+    size_range(info.min_bytes, info.max_bytes, range, sizeof(range));
+    printf("%s: valid plan %s: %s, %d ranks, %s, %s, message bytes %s\n", path, info.name, info.collective,
+           info.nranks, info.inplace ? "in place" : "out of place", info.packet ? "LL" : "Simple", range);
+    weft_plan_destroy(p);
+    return 0;
+}
+
 static int print_algorithms(void)
 {
     printf("collective algorithms, in registry order (WEFT_ALGO=collective:name forces one):\n");
@@ -52,7 +112,7 @@ static int print_algorithms(void)
     printf("selection table by platform (cpu: the host backend; gpu: cuda, hip); the first matching rule the\n"
            "communicator admits, then registry order:\n");
     weft_coll_list_table(print_rule, NULL);
-    return 0;
+    return print_plans();
 }
 
 /* The unique id carries the job's secret: show only that it is set and
@@ -166,6 +226,8 @@ int main(int argc, char **argv)
         printf("%s\n", text);
         return 0;
     }
+    if (argc == 3 && strcmp(argv[1], "--check-plan") == 0)
+        return check_plan(argv[2]);
     if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
         usage(stdout);
         return 0;

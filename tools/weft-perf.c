@@ -11,6 +11,7 @@
 #include "config.h"
 #include "launch.h"
 #include "perf.h"
+#include "plan_perf.h"
 #include "weft.h"
 
 #include <errno.h>
@@ -269,14 +270,32 @@ static int rerun_under_mpirun(int nranks, int argc, char **argv)
 #endif
 
 /* Long options: accepted before and after the operation. */
-enum { OPT_RANKS = 256, OPT_BACKEND, OPT_ALGO, OPT_JSON, OPT_PLOT, OPT_TRANSPORT, OPT_VS, OPT_WINDOW, OPT_BOUND, OPT_HELP };
+enum { OPT_RANKS = 256, OPT_BACKEND, OPT_ALGO, OPT_JSON, OPT_PLOT, OPT_TRANSPORT, OPT_VS, OPT_WINDOW, OPT_BOUND, OPT_HELP,
+       OPT_PLAN };
 static const struct option longopts[] = {
     {"ranks", required_argument, NULL, OPT_RANKS}, {"backend", required_argument, NULL, OPT_BACKEND},
     {"algo", required_argument, NULL, OPT_ALGO},   {"json", required_argument, NULL, OPT_JSON},
     {"plot", required_argument, NULL, OPT_PLOT},   {"transport", required_argument, NULL, OPT_TRANSPORT},
     {"vs", required_argument, NULL, OPT_VS},       {"window", no_argument, NULL, OPT_WINDOW},
     {"bound", no_argument, NULL, OPT_BOUND},       {"help", no_argument, NULL, 'h'},
+    {"plan", required_argument, NULL, OPT_PLAN},
     {NULL, 0, NULL, 0}};
+
+/* --plan FILE (plan_perf.c): its file, and --vs builtin beside it */
+static const char *plan_file;
+static int plan_vs_builtin;
+
+/* 1 when @p c was --plan's or --vs builtin (taken here). */
+static int plan_option(int c, const char *arg)
+{
+    if (c == OPT_PLAN)
+        plan_file = arg;
+    else if (c == OPT_VS && strcmp(arg, "builtin") == 0)
+        plan_vs_builtin = 1;
+    else
+        return 0;
+    return 1;
+}
 
 /* 0, or the exit code after a message. */
 static int long_option(int c, const char *arg, opts_t *o, weft_comm_config_t *cfg, int *nranks, const char **algo)
@@ -358,7 +377,11 @@ static void usage(FILE *out)
             "            time ratio weft/MPI per size (host backend; builds with MPI; with --ranks N\n"
             "            weft-perf starts itself under mpirun -np N)\n"
             "  --vs nccl the same through NCCL (RCCL on hip), loaded at run time, on the same GPU\n"
-            "            buffers and stream (cuda/hip backend; NCCL needs one GPU per rank)\n");
+            "            buffers and stream (cuda/hip backend; NCCL needs one GPU per rank)\n"
+            "  --plan FILE COLLECTIVE  the execution plan FILE (MSCCL++ JSON) runs the collective, over the\n"
+            "            sizes its chunking admits (ranks: the plan's unless --ranks); --vs builtin puts\n"
+            "            weft's built-in algorithm beside it with the ratio plan/built-in per size\n"
+            "  --plan FILE run  executes the plan (a \"test\" plan) -w + -n times and reports success\n");
 }
 
 int main(int argc, char **argv)
@@ -374,6 +397,8 @@ int main(int argc, char **argv)
         return 2;
     }
     while ((c = getopt_long(argc, argv, "+b:e:f:i:n:w:c:r:d:o:h", longopts, NULL)) != -1) {
+        if (plan_option(c, optarg))
+            continue;
         switch (c) {
         case OPT_RANKS: case OPT_BACKEND: case OPT_ALGO: case OPT_JSON: case OPT_PLOT: case OPT_TRANSPORT:
         case OPT_VS: case OPT_WINDOW: case OPT_BOUND:
@@ -402,6 +427,8 @@ int main(int argc, char **argv)
         for (i = 0; i < sizeof(device_collectives) / sizeof(device_collectives[0]); i++)
             if (strcmp(o.name, device_collectives[i].name) == 0)
                 break;
+        if (i == sizeof(device_collectives) / sizeof(device_collectives[0]) && plan_file && !strcmp(o.name, "run"))
+            i = 0; /* --plan FILE run: the plan says what runs */
         if (i == sizeof(device_collectives) / sizeof(device_collectives[0])) {
             fprintf(stderr, "weft-perf: unknown operation '%s'\n", o.name);
             usage(stderr);
@@ -423,6 +450,8 @@ int main(int argc, char **argv)
         argv = rest;
     }
     while ((c = getopt_long(argc, argv, "b:e:f:i:n:w:c:r:d:o:R:z:", longopts, NULL)) != -1) {
+        if (plan_option(c, optarg))
+            continue;
         switch (c) {
         case OPT_RANKS: case OPT_BACKEND: case OPT_ALGO: case OPT_JSON: case OPT_PLOT: case OPT_TRANSPORT:
         case OPT_VS: case OPT_WINDOW: case OPT_BOUND:
@@ -460,6 +489,13 @@ int main(int argc, char **argv)
         char spec[256];
         snprintf(spec, sizeof(spec), "%s:%s", o.name, algo);
         setenv("WEFT_ALGO", spec, 1);
+    }
+    /* after --algo: it picks the built-in side of --vs builtin */
+    if (plan_file)
+        return plan_perf_main(&o, plan_file, o.name, plan_vs_builtin, nranks, &cfg);
+    if (plan_vs_builtin) {
+        fprintf(stderr, "weft-perf: --vs builtin compares a plan (--plan FILE) with the built-in algorithm\n");
+        return 2;
     }
     if (o.vs && o.kind != OP_COLL) {
         fprintf(stderr, "weft-perf: --vs compares the device collectives, not %s\n", o.name);

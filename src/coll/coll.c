@@ -7,6 +7,7 @@
 #include "coll.h"
 #include "comm.h"
 #include "mem.h"
+#include "plan.h"
 #include "stream.h"
 #include "kernels.h"
 #include "log.h"
@@ -120,6 +121,8 @@ static const weft_algo_t *find_algo(weft_coll_t c, const char *name)
  * Parsed once per process, not on every call. An override naming no
  * algorithm of its collective is reported once and ignored. */
 static const weft_algo_t *overrides[WEFT_COLL_COUNT];
+/* coll:plan:NAME: a plan of WEFT_PLAN_DIR (plan_dir.c), by name */
+static char plan_overrides[WEFT_COLL_COUNT][128];
 static pthread_once_t overrides_once = PTHREAD_ONCE_INIT;
 
 static void overrides_parse(void)
@@ -137,6 +140,10 @@ static void overrides_parse(void)
         *colon = '\0';
         if ((c = weft_coll_from_name(tok)) < 0)
             continue;
+        if (strncmp(colon + 1, "plan:", 5) == 0) {
+            snprintf(plan_overrides[c], sizeof(plan_overrides[c]), "%s", colon + 6);
+            continue;
+        }
         if ((overrides[c] = find_algo((weft_coll_t)c, colon + 1)) == NULL)
             weft_warn(WEFT_SUB_COLL, "WEFT_ALGO names no %s algorithm '%s'; ignored", tok, colon + 1);
     }
@@ -679,6 +686,11 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
     }
     if (comm->nranks == 1)
         return WEFT_OK;
+    /* a plan of WEFT_PLAN_DIR that matches the call, before the built-ins */
+    pthread_once(&overrides_once, overrides_parse);
+    if (weft_plan_coll_run(comm, stream, (int)c->coll, plan_overrides[c->coll][0] ? plan_overrides[c->coll] : NULL,
+                           c->in, c->out, bytes, (weft_dtype_t)c->dtype, (weft_redop_t)c->op, &status))
+        return status;
     if (!comm->coll && ((status = refuse_setup_in_capture(comm, stream, weft_coll_name(c->coll))) != WEFT_OK ||
                         (status = coll_setup(comm)) != WEFT_OK))
         return status;

@@ -1111,50 +1111,75 @@ weft_status_t weft_plan_info(const weft_plan_t *plan, weft_plan_info_t *info)
     return WEFT_OK;
 }
 
-weft_status_t weft_plan_check_sizes(const struct weft_plan *plan, int rank, size_t in_bytes, size_t out_bytes,
-                                    size_t *chunk)
+/* The chunking rule (weft_plan_check_sizes): 0, or -1 with why in @p why. */
+static int sizes_fit(const struct weft_plan *plan, int rank, size_t in_bytes, size_t out_bytes, size_t *chunk,
+                     char *why, size_t len)
 {
     const weft_plan_gpu_t *gpu;
     size_t a = plan->align, cin = 0, cout = 0, msg;
     if (rank < 0 || (uint32_t)rank >= plan->ngpus) {
-        weft_error(WEFT_SUB_COLL, "plan %s: rank %d is outside its %u ranks", plan->name, rank, plan->ngpus);
-        return WEFT_ERR_INVALID_ARGUMENT;
+        snprintf(why, len, "plan %s: rank %d is outside its %u ranks", plan->name, rank, plan->ngpus);
+        return -1;
     }
     gpu = &plan->gpus[rank];
     if (in_bytes % a || out_bytes % a) {
-        weft_error(WEFT_SUB_COLL, "plan %s: %s size %zu is not a multiple of buffer_alignment %zu", plan->name,
-                   in_bytes % a ? "input" : "output", in_bytes % a ? in_bytes : out_bytes, a);
-        return WEFT_ERR_INVALID_ARGUMENT;
+        snprintf(why, len, "plan %s: %s size %zu is not a multiple of buffer_alignment %zu", plan->name,
+                 in_bytes % a ? "input" : "output", in_bytes % a ? in_bytes : out_bytes, a);
+        return -1;
     }
     if (gpu->chunks[0] && (in_bytes / a) % gpu->chunks[0]) {
-        weft_error(WEFT_SUB_COLL,
-                   "plan %s: gpus[%d].input_chunks: input size %zu does not cut into %u chunks of whole "
-                   "buffer_alignment (%zu) units",
-                   plan->name, rank, in_bytes, gpu->chunks[0], a);
-        return WEFT_ERR_INVALID_ARGUMENT;
+        snprintf(why, len,
+                 "plan %s: gpus[%d].input_chunks: input size %zu does not cut into %u chunks of whole "
+                 "buffer_alignment (%zu) units",
+                 plan->name, rank, in_bytes, gpu->chunks[0], a);
+        return -1;
     }
     if (gpu->chunks[1] && (out_bytes / a) % gpu->chunks[1]) {
-        weft_error(WEFT_SUB_COLL,
-                   "plan %s: gpus[%d].output_chunks: output size %zu does not cut into %u chunks of whole "
-                   "buffer_alignment (%zu) units",
-                   plan->name, rank, out_bytes, gpu->chunks[1], a);
-        return WEFT_ERR_INVALID_ARGUMENT;
+        snprintf(why, len,
+                 "plan %s: gpus[%d].output_chunks: output size %zu does not cut into %u chunks of whole "
+                 "buffer_alignment (%zu) units",
+                 plan->name, rank, out_bytes, gpu->chunks[1], a);
+        return -1;
     }
     if (gpu->chunks[0]) cin = in_bytes / gpu->chunks[0];
     if (gpu->chunks[1]) cout = out_bytes / gpu->chunks[1];
     if (gpu->chunks[0] && gpu->chunks[1] && cin != cout) {
-        weft_error(WEFT_SUB_COLL,
-                   "plan %s: gpus[%d]: input chunks of %zu bytes (%zu / %u) differ from output chunks of %zu "
-                   "bytes (%zu / %u)",
-                   plan->name, rank, cin, in_bytes, gpu->chunks[0], cout, out_bytes, gpu->chunks[1]);
-        return WEFT_ERR_INVALID_ARGUMENT;
+        snprintf(why, len,
+                 "plan %s: gpus[%d]: input chunks of %zu bytes (%zu / %u) differ from output chunks of %zu "
+                 "bytes (%zu / %u)",
+                 plan->name, rank, cin, in_bytes, gpu->chunks[0], cout, out_bytes, gpu->chunks[1]);
+        return -1;
     }
     msg = strcmp(plan->collective, "allgather") ? in_bytes : out_bytes;
     if (msg < plan->min_bytes || msg > plan->max_bytes) {
-        weft_error(WEFT_SUB_COLL, "plan %s: message size %zu is outside min_message_size %llu .. max_message_size %llu",
-                   plan->name, msg, (unsigned long long)plan->min_bytes, (unsigned long long)plan->max_bytes);
-        return WEFT_ERR_INVALID_ARGUMENT;
+        snprintf(why, len, "plan %s: message size %zu is outside min_message_size %llu .. max_message_size %llu",
+                 plan->name, msg, (unsigned long long)plan->min_bytes, (unsigned long long)plan->max_bytes);
+        return -1;
     }
     if (chunk) *chunk = gpu->chunks[0] ? cin : gpu->chunks[1] ? cout : 0;
+    return 0;
+}
+
+weft_status_t weft_plan_check_sizes(const struct weft_plan *plan, int rank, size_t in_bytes, size_t out_bytes,
+                                    size_t *chunk)
+{
+    char why[512];
+    if (sizes_fit(plan, rank, in_bytes, out_bytes, chunk, why, sizeof(why)) != 0) {
+        weft_error(WEFT_SUB_COLL, "%s", why);
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
     return WEFT_OK;
+}
+
+int weft_plan_sizes_fit(const struct weft_plan *plan, size_t in_bytes, size_t out_bytes)
+{
+    char why[512];
+    for (uint32_t r = 0; r < plan->ngpus; r++)
+        if (sizes_fit(plan, (int)r, in_bytes, out_bytes, NULL, why, sizeof(why)) != 0) return 0;
+    return 1;
+}
+
+weft_status_t weft_plan_check_message(const weft_plan_t *plan, size_t send_bytes, size_t recv_bytes)
+{
+    return plan && weft_plan_sizes_fit(plan, send_bytes, recv_bytes) ? WEFT_OK : WEFT_ERR_INVALID_ARGUMENT;
 }

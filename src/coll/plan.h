@@ -170,6 +170,9 @@ struct weft_plan {
      * sets exec_release, which weft_plan_destroy calls). */
     struct weft_executor *exec;
     void (*exec_release)(struct weft_plan *plan);
+    /* executions queued (weft_execute calls that returned WEFT_OK), in
+     * this process; atomic: what tests read to see a plan really ran */
+    uint64_t runs;
 };
 
 const char *weft_plan_op_name(weft_plan_opcode_t code);
@@ -185,5 +188,55 @@ const char *weft_plan_op_name(weft_plan_opcode_t code);
  */
 weft_status_t weft_plan_check_sizes(const struct weft_plan *plan, int rank, size_t in_bytes, size_t out_bytes,
                                     size_t *chunk);
+
+
+/* The chunking rule for every rank of the plan, without a message: 1 when
+ * each rank admits the sizes (so every rank takes the same decision). */
+int weft_plan_sizes_fit(const struct weft_plan *plan, size_t in_bytes, size_t out_bytes);
+
+/* plan_exec.c: WEFT_OK when @p comm can run @p plan with @p dtype and
+ * @p op (reduce_op agreement, port channels, multicast); otherwise the
+ * status weft_execute returns for it, with the reason in @p why (nothing
+ * logged). */
+weft_status_t weft_plan_admits(const weft_comm_t *comm, const struct weft_plan *plan, weft_dtype_t dtype,
+                               weft_redop_t op, char *why, size_t len);
+
+/* plan_exec.c: queues the last execution of @p plan on @p comm again with
+ * the very same launch (copy in, kernel, copy out), as a replayed CUDA/HIP
+ * graph does: what t/coll/plan-replay-t uses to check that nothing the
+ * kernel needs to differ between executions is fixed at launch. */
+weft_status_t weft_plan_replay_last(weft_comm_t *comm, weft_plan_t *plan, weft_stream_t *stream);
+
+/*
+ * plan_dir.c: the plans of WEFT_PLAN_DIR, loaded once per process (at the
+ * first collective or the first call below). A file that does not load is
+ * reported, naming it and the bad field, and skipped.
+ */
+typedef struct {
+    const char *file;          /* path of the file */
+    const char *base;          /* its name without directory and .json */
+    const struct weft_plan *plan;
+} weft_plan_dir_entry_t;
+
+/* The directory (WEFT_PLAN_DIR; "" when unset) and its plans that loaded. */
+const char *weft_plan_dir_path(void);
+size_t weft_plan_dir_count(void);
+const weft_plan_dir_entry_t *weft_plan_dir_entry(size_t i);
+/* Files of the directory that did not load. */
+size_t weft_plan_dir_failed(void);
+
+/*
+ * Runs collective @p coll (weft_coll_t: allreduce, allgather,
+ * reducescatter, alltoall) of @p bytes per rank (the count the caller
+ * passed, in bytes) with a plan of the directory when one matches: its
+ * collective, rank count, in-place flag (the call's buffers as NCCL places
+ * them) and message sizes (chunking rule on every rank, min/max message
+ * size), and the backend can run it for @p dtype and @p op. @p forced (a
+ * plan's name or file base name; NULL: none) is tried first, then the
+ * directory in file order. Returns 1 when a plan took the call (its status
+ * in *status), 0 when none matches and the built-in algorithms run.
+ */
+int weft_plan_coll_run(weft_comm_t *comm, weft_stream_t *stream, int coll, const char *forced, const void *in,
+                       void *out, size_t bytes, weft_dtype_t dtype, weft_redop_t op, weft_status_t *status);
 
 #endif

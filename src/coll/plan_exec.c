@@ -27,6 +27,7 @@
 #include "util.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,6 +55,12 @@ struct weft_executor {
     weft_exec_args_t args;         /* the launch's fixed part */
     uint32_t nblocks;
     uint64_t execs;
+    /* the last execution, as a CUDA/HIP graph would hold it (weft_plan_replay_last) */
+    weft_exec_args_t last_args;
+    const void *last_send;
+    void *last_recv;
+    size_t last_send_bytes, last_recv_bytes;
+    int has_last;
 };
 
 static pthread_mutex_t exec_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -375,17 +382,27 @@ static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_
         }
     }
     {
-        size_t words = gpu->nsem + 2 * WEFT_X_BARRIERS;
-        uint64_t init[WEFT_PLAN_MAX_SEMAPHORES + 2 * WEFT_X_BARRIERS];
-        memset(init, 0, sizeof(init));
+        /* device semaphores, barrier words, then each block's count of
+         * executions (the packet flag and scratch half: executor.h) */
+        size_t words = gpu->nsem + 2 * WEFT_X_BARRIERS + (gpu->ntb ? gpu->ntb : 1);
+        uint64_t *init = calloc(words, sizeof(uint64_t));
+        if (!init) {
+            status = WEFT_ERR_NO_MEMORY;
+            goto err;
+        }
         for (uint32_t s = 0; s < gpu->nsem; s++) init[s] = gpu->sem_init[s];
         if ((status = comm->gpu->mem_alloc(comm->gctx, words * sizeof(uint64_t), WEFT_GPU_MEM_SYNC, &x->sync)) !=
                 WEFT_OK ||
-            (status = weft_comm_to_device(comm, x->sync.ptr, init, words * sizeof(uint64_t))) != WEFT_OK)
+            (status = weft_comm_to_device(comm, x->sync.ptr, init, words * sizeof(uint64_t))) != WEFT_OK) {
+            free(init);
             goto err;
+        }
+        free(init);
         x->args.dsem = (uint64_t *)x->sync.ptr;
         x->args.bar = (uint64_t *)x->sync.ptr + gpu->nsem;
+        x->args.calls = (uint64_t *)x->sync.ptr + gpu->nsem + 2 * WEFT_X_BARRIERS;
     }
+    x->args.scr_half = plan->double_scratch ? x->scr_bytes / 2 : 0;
     for (int t = 0; t < 3; t++) x->args.buf[t] = x->buf[t];
     x->args.ctl = comm->ctl_dev;
     x->args.align = plan->align;
@@ -404,9 +421,83 @@ err:
     return status;
 }
 
+/* Queues the executor's last execution (copy in, kernel, copy out) on @p stream. */
+static weft_status_t exec_queue(weft_comm_t *comm, struct weft_executor *x, weft_stream_t *stream)
+{
+    weft_gpu_launch_t l;
+    weft_status_t status = WEFT_OK;
+    weft_kernel_launch_init(&l, WEFT_KERNEL_exec_plan, x->nblocks, x->plan->nthreads, &x->last_args,
+                            sizeof(x->last_args));
+    if (x->last_send_bytes)
+        status = comm->gpu->memcpy_async(comm->gctx, x->buf[WEFT_PLAN_BUF_INPUT], x->last_send, x->last_send_bytes,
+                                         stream->s);
+    if (status == WEFT_OK && x->nblocks)
+        status = comm->gpu->launch(comm->gctx, &l, stream->s);
+    if (status == WEFT_OK && x->last_recv_bytes)
+        status = comm->gpu->memcpy_async(comm->gctx, x->last_recv, x->buf[WEFT_PLAN_BUF_OUTPUT], x->last_recv_bytes,
+                                         stream->s);
+    return status;
+}
+
 static void exec_release_cb(struct weft_plan *plan)
 {
     plan_release(plan);
+}
+
+weft_status_t weft_plan_admits(const weft_comm_t *comm, const struct weft_plan *plan, weft_dtype_t dtype,
+                               weft_redop_t op, char *why, size_t len)
+{
+    if (plan_uses(plan, is_reducing)) {
+        const weft_plan_gpu_t *gpu = &plan->gpus[comm->rank];
+        for (uint32_t b = 0; b < gpu->ntb; b++)
+            for (uint32_t i = 0; i < gpu->tb[b].nops; i++) {
+                int r = gpu->tb[b].ops[i].redop;
+                if (r > WEFT_SUM && r != (int)op && !(r == WEFT_AVG && op == WEFT_SUM)) {
+                    snprintf(why, len,
+                             "plan %s: gpus[%d].threadblocks[%u].ops[%u].reduce_op asks another operation than "
+                             "the call's",
+                             plan->name, comm->rank, b, i);
+                    return WEFT_ERR_INVALID_ARGUMENT;
+                }
+            }
+        if (op == WEFT_AVG && strcmp(plan->collective, "allreduce")) {
+            snprintf(why, len, "plan %s: avg is run for allreduce plans only", plan->name);
+            return WEFT_ERR_UNSUPPORTED;
+        }
+    }
+    if (plan_uses(plan, is_port_op)) {
+        snprintf(why, len, "plan %s: port-channel ops are not run by the executor yet", plan->name);
+        return WEFT_ERR_UNSUPPORTED;
+    }
+    for (uint32_t g = 0; g < plan->ngpus; g++)
+        for (uint32_t s = 0; s < plan->gpus[g].nsw; s++) {
+            int seen[3] = {0, 0, 0};
+            if (!(comm->caps & WEFT_CAP_MULTICAST)) {
+                snprintf(why, len, "plan %s needs multicast (switch channels), which backend %s lacks", plan->name,
+                         comm->gpu->name);
+                return WEFT_ERR_UNSUPPORTED;
+            }
+            if (plan->gpus[g].sw[s].nranks != plan->ngpus) {
+                snprintf(why, len,
+                         "plan %s: gpus[%u].channels: switch channels over some ranks only are not run yet",
+                         plan->name, g);
+                return WEFT_ERR_UNSUPPORTED;
+            }
+            for (uint32_t q = 0; q <= s; q++) {
+                int st = storage(plan, plan->gpus[g].sw[q].type);
+                if (seen[st]++) {
+                    snprintf(why, len, "plan %s: gpus[%u]: two switch channels over one buffer are not run yet",
+                             plan->name, g);
+                    return WEFT_ERR_UNSUPPORTED;
+                }
+            }
+        }
+    if (strcmp(comm->gpu->name, "host") && plan_uses(plan, is_switch_reduce) &&
+        !weft_sc_reduces(dtype, op == WEFT_AVG ? WEFT_SUM : op)) {
+        snprintf(why, len, "plan %s: the switch reduces only sums of f32, f16 and bf16", plan->name);
+        return WEFT_ERR_UNSUPPORTED;
+    }
+    return WEFT_OK;
 }
 
 weft_status_t weft_execute(weft_comm_t *comm, weft_plan_t *plan, const void *sendbuf, void *recvbuf,
@@ -417,8 +508,8 @@ weft_status_t weft_execute(weft_comm_t *comm, weft_plan_t *plan, const void *sen
     weft_status_t status;
     size_t chunk = 0;
     weft_exec_args_t a;
-    weft_gpu_launch_t l;
     int reduces;
+    char why[512];
 
     if (!comm || !plan || !stream || stream->comm != comm || (unsigned)dtype >= WEFT_DTYPE_COUNT ||
         (unsigned)op >= WEFT_REDOP_COUNT || (send_bytes && !sendbuf) || (recv_bytes && !recvbuf)) {
@@ -437,65 +528,30 @@ weft_status_t weft_execute(weft_comm_t *comm, weft_plan_t *plan, const void *sen
         return WEFT_ERR_INVALID_ARGUMENT;
     }
     reduces = plan_uses(plan, is_reducing);
-    if (reduces) {
-        const weft_plan_gpu_t *gpu = &plan->gpus[comm->rank];
-        for (uint32_t b = 0; b < gpu->ntb; b++)
-            for (uint32_t i = 0; i < gpu->tb[b].nops; i++) {
-                int r = gpu->tb[b].ops[i].redop;
-                if (r > WEFT_SUM && r != (int)op && !(r == WEFT_AVG && op == WEFT_SUM)) {
-                    weft_error(WEFT_SUB_COLL,
-                               "plan %s: gpus[%d].threadblocks[%u].ops[%u].reduce_op asks another operation than "
-                               "the call's",
-                               plan->name, comm->rank, b, i);
-                    return WEFT_ERR_INVALID_ARGUMENT;
-                }
-            }
-        if (op == WEFT_AVG && strcmp(plan->collective, "allreduce")) {
-            weft_error(WEFT_SUB_COLL, "plan %s: avg is run for allreduce plans only", plan->name);
-            return WEFT_ERR_UNSUPPORTED;
-        }
-    }
-    if (plan_uses(plan, is_port_op)) {
-        weft_error(WEFT_SUB_COLL, "plan %s: port-channel ops are not run by the executor yet", plan->name);
-        return WEFT_ERR_UNSUPPORTED;
-    }
-    for (uint32_t g = 0; g < plan->ngpus; g++)
-        for (uint32_t s = 0; s < plan->gpus[g].nsw; s++) {
-            int seen[3] = {0, 0, 0};
-            if (!(comm->caps & WEFT_CAP_MULTICAST)) {
-                weft_error(WEFT_SUB_COLL, "plan %s needs multicast (switch channels), which backend %s lacks",
-                           plan->name, comm->gpu->name);
-                return WEFT_ERR_UNSUPPORTED;
-            }
-            if (plan->gpus[g].sw[s].nranks != plan->ngpus) {
-                weft_error(WEFT_SUB_COLL, "plan %s: gpus[%u].channels: switch channels over some ranks only are "
-                           "not run yet", plan->name, g);
-                return WEFT_ERR_UNSUPPORTED;
-            }
-            for (uint32_t q = 0; q <= s; q++) {
-                int st = storage(plan, plan->gpus[g].sw[q].type);
-                if (seen[st]++) {
-                    weft_error(WEFT_SUB_COLL, "plan %s: gpus[%u]: two switch channels over one buffer are not run yet",
-                               plan->name, g);
-                    return WEFT_ERR_UNSUPPORTED;
-                }
-            }
-        }
-    if (strcmp(comm->gpu->name, "host") && plan_uses(plan, is_switch_reduce) &&
-        !weft_sc_reduces(dtype, op == WEFT_AVG ? WEFT_SUM : op)) {
-        weft_error(WEFT_SUB_COLL, "plan %s: the switch reduces only sums of f32, f16 and bf16", plan->name);
-        return WEFT_ERR_UNSUPPORTED;
-    }
-    if (weft_stream_is_capturing(stream)) {
-        weft_error(WEFT_SUB_COLL, "plan %s: execution under graph capture is not supported yet", plan->name);
-        return WEFT_ERR_UNSUPPORTED;
+    if ((status = weft_plan_admits(comm, plan, dtype, op, why, sizeof(why))) != WEFT_OK) {
+        weft_error(WEFT_SUB_COLL, "%s", why);
+        return status;
     }
     pthread_mutex_lock(&exec_lock);
     for (x = plan->exec; x && x->comm != comm; x = x->next)
         ;
     pthread_mutex_unlock(&exec_lock);
+    if (weft_stream_is_capturing(stream) &&
+        (!x || send_bytes > x->in_cap || recv_bytes > x->out_cap ||
+         in_offset(plan, 1, send_bytes) != in_offset(plan, 1, x->in_cap))) {
+        /* building (collectively, allocating) cannot be recorded */
+        weft_error(WEFT_SUB_COLL,
+                   "plan %s: rank %d: the first execution (or one of %zu bytes, more than the plan's buffers were "
+                   "built for) sets up buffers and channels, which cannot be captured in a CUDA/HIP graph: run "
+                   "one such execution before capturing",
+                   plan->name, comm->rank, send_bytes);
+        return WEFT_ERR_UNSUPPORTED;
+    }
     if (x && (send_bytes > x->in_cap || recv_bytes > x->out_cap ||
-              in_offset(plan, comm->rank, send_bytes) != x->in_off)) {
+              /* in-place allgather: every rank's input sits at rank x
+               * send_bytes in the output, which the remote pointers
+               * hold; a rank-independent test, so that all rebuild */
+              (in_offset(plan, 1, send_bytes) != in_offset(plan, 1, x->in_cap)))) {
         /* larger than the buffers: every rank rebuilds, once its earlier
          * executions are done (outside the communicator's lock, which the
          * synchronization takes) */
@@ -531,18 +587,32 @@ weft_status_t weft_execute(weft_comm_t *comm, weft_plan_t *plan, const void *sen
     a.dtype = (uint32_t)dtype;
     a.op = (uint32_t)(op == WEFT_AVG ? WEFT_SUM : op);
     /* avg: sums, divided once every block is done (executor.h) */
-    a.flag = (uint32_t)(x->execs % 0xffffffffu) + 1;
-    a.scr_off = plan->double_scratch ? (size_t)(x->execs & 1) * (x->scr_bytes / 2) : 0;
     a.scale_bytes = op == WEFT_AVG && reduces ? recv_bytes : 0;
-    weft_kernel_launch_init(&l, WEFT_KERNEL_exec_plan, x->nblocks, plan->nthreads, &a, sizeof(a));
-    status = WEFT_OK;
-    if (send_bytes)
-        status = comm->gpu->memcpy_async(comm->gctx, x->buf[WEFT_PLAN_BUF_INPUT], sendbuf, send_bytes, stream->s);
-    if (status == WEFT_OK && x->nblocks)
-        status = comm->gpu->launch(comm->gctx, &l, stream->s);
-    if (status == WEFT_OK && recv_bytes)
-        status = comm->gpu->memcpy_async(comm->gctx, recvbuf, x->buf[WEFT_PLAN_BUF_OUTPUT], recv_bytes, stream->s);
-    if (status == WEFT_OK)
+    /* what a graph would hold: the launch and its two copies, frozen */
+    x->last_args = a;
+    x->last_send = sendbuf;
+    x->last_recv = recvbuf;
+    x->last_send_bytes = send_bytes;
+    x->last_recv_bytes = recv_bytes;
+    x->has_last = 1;
+    status = exec_queue(comm, x, stream);
+    if (status == WEFT_OK) {
         x->execs++;
+        __atomic_add_fetch(&plan->runs, 1, __ATOMIC_RELAXED);
+    }
     return status;
+}
+
+weft_status_t weft_plan_replay_last(weft_comm_t *comm, weft_plan_t *plan, weft_stream_t *stream)
+{
+    struct weft_executor *x;
+    if (!comm || !plan || !stream || stream->comm != comm)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&exec_lock);
+    for (x = plan->exec; x && x->comm != comm; x = x->next)
+        ;
+    pthread_mutex_unlock(&exec_lock);
+    if (!x || !x->has_last)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    return exec_queue(comm, x, stream);
 }

@@ -56,6 +56,9 @@ WEFT_PARAM(DEVICE_TIMEOUT_MS, "WEFT_DEVICE_TIMEOUT_MS", INT, "60000",
            "longest wait of device code (semaphore, packet, FIFO, flush) before it records a timeout, ms")
 WEFT_PARAM(ALGO, "WEFT_ALGO", STR, "",
            "algorithm overrides, e.g. allreduce:packet,allgather:mesh (weft-info -a lists them)")
+WEFT_PARAM(PLAN_DIR, "WEFT_PLAN_DIR", STR, "",
+           "directory of execution plans (*.json, MSCCL++ format) that the collectives use before the built-in "
+           "algorithms where a plan matches the call (weft-info -a lists them; WEFT_ALGO=allreduce:plan:NAME forces one)")
 WEFT_PARAM(COLL_SCRATCH_BYTES, "WEFT_COLL_SCRATCH_BYTES", INT, "8388608",
            "per-rank scratch for collectives, bytes (two regions of half each)")
 WEFT_PARAM(COLL_PACKET_MAX_BYTES, "WEFT_COLL_PACKET_MAX_BYTES", INT, "65536",

@@ -39,7 +39,7 @@
     X(coll_p2p, weft_coll_p2p, weft_coll_args_t)                                                                   \
     X(scale, weft_scale_kernel, weft_scale_args_t)                                                                 \
     X(exec_plan, weft_exec_plan, weft_exec_args_t)                                                                 \
-    X(empty, weft_empty_kernel, weft_empty_args_t) \
+    X(empty, weft_empty_kernel, weft_empty_args_t)                                                                 \
     X(signal, weft_signal_kernel, weft_signal_args_t)
 
 /* A built-in kernel's index: WEFT_KERNEL_<name>. */

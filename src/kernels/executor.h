@@ -66,10 +66,13 @@ typedef struct {
     uint64_t *dsem;            /* device semaphores */
     uint64_t *bar;             /* [WEFT_X_BARRIERS * 2]: arrivals, generation */
     weft_dev_ctl_t *ctl;
+    uint64_t *calls;           /* [nblocks]: executions each block has finished (device-side, so that a
+                                * replayed launch, as a CUDA/HIP graph makes, gets its own flag and half) */
     uint64_t chunk;            /* bytes of one chunk */
-    uint64_t scr_off;          /* the scratch half of this execution (double scratch) */
+    uint64_t scr_half;         /* double scratch: bytes of one half (0: one scratch) */
+    uint64_t scr_off;          /* the scratch half of this execution: set by the kernel from calls[] */
     uint64_t scale_bytes;      /* avg: the output bytes to divide by nranks at the end */
-    uint32_t align, flag, dtype, op;
+    uint32_t align, flag, dtype, op; /* flag: set by the kernel from calls[] (never 0) */
     int32_t rank, nranks;
     uint32_t sw_emulated;      /* the switch channels are the host backend's emulation */
 } weft_exec_args_t;
@@ -461,11 +464,19 @@ WEFT_DEVICE int weft_x_run_op(const weft_kctx_t *k, const weft_exec_args_t *a, c
     }
 }
 
-/* The kernel body: block b runs plan thread block b. */
+/* The kernel body: block b runs plan thread block b. The packet flag and
+ * the scratch half of this execution come from the block's count of
+ * finished executions (device memory), never from the launch, so that the
+ * same launch replayed (a CUDA/HIP graph) still pairs with the peers'. */
 WEFT_DEVICE void weft_exec_plan(const weft_kctx_t *k, void *args)
 {
-    const weft_exec_args_t *a = (const weft_exec_args_t *)args;
+    const weft_exec_args_t *a0 = (const weft_exec_args_t *)args;
+    weft_exec_args_t la = *a0;
+    const weft_exec_args_t *a = &la;
+    uint64_t call = weft_load_relaxed_u64(&a0->calls[k->block]);
     uint32_t first = a->tb_first[k->block], end = a->tb_first[k->block + 1];
+    la.flag = (uint32_t)(call % 0xffffffffull) + 1;
+    la.scr_off = (call & 1) * a0->scr_half;
     for (uint32_t i = first; i < end; i++) {
         const weft_xop_t *o = &a->ops[i];
         if (o->code == WEFT_XOP_PIPELINE) {
@@ -474,7 +485,7 @@ WEFT_DEVICE void weft_exec_plan(const weft_kctx_t *k, void *args)
             for (uint64_t it = 0; it < iters; it++)
                 for (uint32_t j = 1; j <= o->nops; j++)
                     if (weft_x_run_op(k, a, &a->ops[i + j], it * o->unit_size, o->unit_size))
-                        return;
+                        return; /* failed: the count stays (the communicator has failed) */
             i += o->nops;
             continue;
         }
@@ -491,6 +502,11 @@ WEFT_DEVICE void weft_exec_plan(const weft_kctx_t *k, void *args)
         for (size_t e = g; e < n; e += ng)
             weft_scale_elem(t, a->buf[WEFT_XREF_OUTPUT] + e * es, a->nranks);
     }
+    /* every thread of the block has read the count: thread 0 advances it
+     * (the next launch on the stream sees it) */
+    weft_block_sync(k);
+    if (k->thread == 0)
+        weft_store_relaxed_u64(&a0->calls[k->block], call + 1);
 }
 
 #endif

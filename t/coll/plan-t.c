@@ -1,22 +1,31 @@
-/* The executor runs the tree's plans on forked ranks (host backend):
- * every allreduce and allgather plan gives the right result at three
- * sizes that satisfy its chunking, over a spread of types and every
- * operation; every "test" plan runs to completion; switch plans run on the
- * emulated multicast; plans with port channels are refused, before
+/* The executor runs the tree's plans on forked ranks, on the backend
+ * WEFT_BACKEND names (host by default; cuda or hip: every rank on device
+ * 0, skipped where no such device is visible, a failure then under
+ * WEFT_TEST_STRICT=gpu): every allreduce and allgather plan gives the
+ * right result at three sizes that satisfy its chunking, over a spread of
+ * types and every operation; every "test" plan runs to completion; switch
+ * plans run on the multicast (the host backend's emulation; on a GPU
+ * backend without multicast they must be refused with
+ * WEFT_ERR_UNSUPPORTED); plans with port channels are refused, before
  * anything runs, with WEFT_ERR_UNSUPPORTED. */
 #include "tap/basic.h"
 #include "collref.h"
 #include "tap/job.h"
 #include "tap/ranks.h"
 #include "weft.h"
+#include "backend.h"
+#include "comm.h"
 #include "plan.h"
 
 #include <dirent.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static weft_unique_id_t id;
+static const char *backend = "host"; /* WEFT_BACKEND */
 
 typedef struct {
     char path[4400];
@@ -24,6 +33,7 @@ typedef struct {
     char collective[32];
     int port;
     int refused_mc; /* switch channels where NCCL_NVLS_ENABLE=0 keeps multicast off */
+    int sw;         /* the plan has switch channels */
 } job_t;
 
 static const struct {
@@ -42,26 +52,30 @@ static int run_one(weft_comm_t *comm, weft_stream_t *s, weft_plan_t *p, const we
                    size_t in_chunks, size_t out_chunks)
 {
     size_t es = weft_dtype_size(t), in_bytes = chunk * in_chunks, out_bytes = chunk * out_chunks;
-    char *in = NULL, *out = NULL, *want = malloc(out_bytes + 8);
+    char *in = NULL, *out = NULL, *want = malloc(out_bytes + 8), *hin = malloc(in_bytes + 8),
+         *hout = malloc(out_bytes + 8);
     int ag = !strcmp(info->collective, "allgather"), fails = 0;
     weft_status_t st;
-    if (weft_mem_alloc(comm, out_bytes + in_bytes + 64, (void **)&out) != WEFT_OK || !want)
+    if (weft_mem_alloc(comm, out_bytes + in_bytes + 64, (void **)&out) != WEFT_OK || !want || !hin || !hout)
         return rank_fail("alloc: %s", weft_get_last_error());
     in = info->inplace ? out + (ag ? (size_t)rank * in_bytes : 0) : out + out_bytes + 16;
-    for (size_t i = 0; i < in_bytes / es; i++) collref_input(t, op, rank, i, in + i * es);
+    /* device memory of any backend: made on the host, copied in and out */
+    for (size_t i = 0; i < in_bytes / es; i++) collref_input(t, op, rank, i, hin + i * es);
     for (size_t i = 0; i < out_bytes / es; i++) {
         if (ag) collref_input(t, op, (int)(i / (in_bytes / es)), i % (in_bytes / es), want + i * es);
         else collref_reduced(t, op, nranks, i, want + i * es);
     }
     rank_step("%s: %zu bytes, type %d op %d", info->name, in_bytes, (int)t, (int)op);
-    st = weft_execute(comm, p, in, out, in_bytes, out_bytes, t, op, s);
+    st = weft_memcpy(s, in, hin, in_bytes);
+    if (st == WEFT_OK) st = weft_execute(comm, p, in, out, in_bytes, out_bytes, t, op, s);
+    if (st == WEFT_OK) st = weft_memcpy(s, hout, out, out_bytes);
     if (st == WEFT_OK) st = weft_stream_synchronize(s);
     if (st != WEFT_OK) {
         fails += rank_fail("%s at %zu bytes (type %d, op %d): %s: %s", info->name, in_bytes, (int)t, (int)op,
                            weft_status_string(st), weft_get_last_error());
     } else {
         for (size_t i = 0; i < out_bytes / es; i++)
-            if (memcmp(out + i * es, want + i * es, es)) {
+            if (memcmp(hout + i * es, want + i * es, es)) {
                 fails += rank_fail("%s at %zu bytes (type %d, op %d): element %zu wrong", info->name, in_bytes,
                                    (int)t, (int)op, i);
                 break;
@@ -69,6 +83,8 @@ static int run_one(weft_comm_t *comm, weft_stream_t *s, weft_plan_t *p, const we
     }
     weft_mem_free(comm, out);
     free(want);
+    free(hin);
+    free(hout);
     return fails;
 }
 
@@ -80,18 +96,29 @@ static int rank_main(int rank, int nranks, void *arg)
     weft_plan_t *p;
     weft_plan_info_t info;
     int fails = 0;
-    setenv("WEFT_NVLS_ENABLE", "1", 1);
-    if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, NULL, &comm) != WEFT_OK ||
+    weft_comm_config_t cfg = WEFT_COMM_CONFIG_INIT;
+    int no_mc;
+    /* the host backend's emulated multicast only: never NVLink multicast
+     * on a shared GPU host (GPU-HOST.md) */
+    if (!strcmp(backend, "host")) setenv("WEFT_NVLS_ENABLE", "1", 1);
+    cfg.backend = backend;
+    if (strcmp(backend, "host")) cfg.device = 0; /* every rank on the first GPU (several processes per GPU) */
+    if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, &cfg, &comm) != WEFT_OK ||
         weft_stream_create(comm, &s) != WEFT_OK)
-        return rank_fail("init: %s", weft_get_last_error());
+        return rank_fail("init on %s: %s", backend, weft_get_last_error());
+    /* a GPU without multicast (or with NVLS off) must refuse switch plans */
+    no_mc = j->sw && !(comm->caps & WEFT_CAP_MULTICAST) && strcmp(backend, "host");
     if (weft_plan_load(j->path, &p) != WEFT_OK) return rank_fail("load: %s", weft_get_last_error());
     weft_plan_info(p, &info);
     /* this rank's chunk counts (plan.h) */
     size_t ic = p->gpus[rank].chunks[0], oc = p->gpus[rank].chunks[1];
-    if (j->port || j->refused_mc) {
-        char b[4096] = {0};
+    if (j->port || j->refused_mc || no_mc) {
+        char *b;
         const char *what = j->port ? "port plan" : "switch plan without multicast";
-        weft_status_t st = weft_execute(comm, p, b, b, 64 * ic, 64 * oc, WEFT_FLOAT32, WEFT_SUM, s);
+        weft_status_t st;
+        if (weft_mem_alloc(comm, 128 * (ic + oc) + 64, (void **)&b) != WEFT_OK) return rank_fail("alloc");
+        st = weft_execute(comm, p, b, b + 64 * ic, 64 * ic, 64 * oc, WEFT_FLOAT32, WEFT_SUM, s);
+        weft_mem_free(comm, b);
         if (st != WEFT_OK && st != WEFT_ERR_UNSUPPORTED) fails += rank_fail("%s: %s", what, weft_status_string(st));
         if (st == WEFT_OK) fails += rank_fail("%s: accepted, but it cannot run here", what);
     } else if (!strcmp(info.collective, "test")) {
@@ -113,10 +140,12 @@ static int rank_main(int rank, int nranks, void *arg)
         }
         /* a size that breaks the chunking is refused, nothing queued */
         if (!fails && ic > 1) {
-            char b[64];
+            char *b;
+            if (weft_mem_alloc(comm, 4096, (void **)&b) != WEFT_OK) return rank_fail("alloc");
             if (weft_execute(comm, p, b, b, 16, 16 * oc / ic, WEFT_FLOAT32, WEFT_SUM, s) !=
                 WEFT_ERR_INVALID_ARGUMENT)
                 fails += rank_fail("%s: 16 bytes over %zu chunks accepted", info.name, ic);
+            weft_mem_free(comm, b);
         }
     }
     weft_plan_destroy(p);
@@ -146,11 +175,29 @@ static const char *known_why(const char *base)
     return NULL;
 }
 
+/* In a child, so that this process never starts a GPU runtime before forking ranks. */
+static int device_visible(const char *name)
+{
+    int status = 0;
+    pid_t pid;
+    fflush(stdout);
+    pid = fork();
+    if (pid == 0) {
+        const weft_gpu_ops_t *ops = weft_gpu_find(name);
+        int n = 0;
+        _exit(ops && ops->device_count(&n) == WEFT_OK && n > 0 ? 0 : 1);
+    }
+    return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 int main(void)
 {
     static const char *const dirs[] = {"mscclpp", "mscclpp-dsl-units"};
     job_t jobs[64];
     int n = 0;
+    if (getenv("WEFT_BACKEND") && *getenv("WEFT_BACKEND")) backend = getenv("WEFT_BACKEND");
+    if (strcmp(backend, "host") && !device_visible(backend))
+        skip_all_hardware("gpu", "WEFT_BACKEND=%s: no such device here (or the backend is not built)", backend);
     for (size_t d = 0; d < 2; d++) {
         struct dirent **names;
         char dir[4096];
@@ -173,9 +220,10 @@ int main(void)
                     FILE *f = fopen(j->path, "r");
                     char line[512];
                     const char *nvls = getenv("NCCL_NVLS_ENABLE");
-                    j->port = j->refused_mc = 0;
+                    j->port = j->refused_mc = j->sw = 0;
                     while (f && fgets(line, sizeof(line), f)) {
                         if (strstr(line, "\"port\"")) j->port = 1;
+                        if (strstr(line, "\"switch\"")) j->sw = 1;
                         /* shared GPU hosts set NCCL_NVLS_ENABLE=0: even the
                          * emulated multicast stays off, and such plans are refused */
                         if (strstr(line, "\"switch\"") && nvls && !strcmp(nvls, "0")) j->refused_mc = 1;
@@ -189,6 +237,7 @@ int main(void)
         free(names);
     }
     plan(n);
+    diag("backend %s", backend);
     for (int i = 0; i < n; i++) {
         ranks_result_t r;
         const char *base = strrchr(jobs[i].path, '/') + 1;

@@ -219,3 +219,34 @@ for i, (port, text) in enumerate([(0x80, b"eth,ib\neth0"), (0x80, b"^docker,virb
     put("params", "names-%d" % i, bytes([2, port]) + text)
 put("params", "hex-0", bytes([3, 0]) + b"00ffA5e1")
 put("params", "hex-1", bytes([3, 0]) + b"0g")
+
+# -- execution plans ------------------------------------------------------------------
+# A few plans of t/coll/plans, compact (they must fit FUZZ_MAX_LEN), and
+# near-misses of the validator's index checks.
+import json  # noqa: E402
+
+for name in ["mscclpp-dsl-units/unit_tests__copy_test", "mscclpp-dsl-units/unit_tests__barrier_test",
+             "mscclpp-dsl-units/unit_tests__pipeline_test", "mscclpp-dsl-units/unit_tests__semaphore",
+             "mscclpp-dsl-units/unit_tests__put_packet_test", "mscclpp-dsl-units/unit_tests__switch_broadcast_test",
+             "mscclpp-dsl-units/tbg__tbg_copy_test", "mscclpp-dsl-units/signal_wait__signal_wait_test",
+             "mscclpp-dsl-units/put__put_with_signal_and_flush_test", "mscclpp/transfer_pack"]:
+    with open(os.path.join("..", "coll", "plans", name + ".json")) as f:
+        plan = json.load(f)
+    put("plan", name.split("/")[1], json.dumps(plan, separators=(",", ":")).encode())
+TMPL = ('{"name":"t","collective":"allreduce","protocol":"Simple","inplace":false,"gpus":['
+        '{"id":0,"input_chunks":8,"output_chunks":8,"scratch_chunks":0,'
+        '"channels":[{"channel_type":"memory","connected_to":[1]}],"remote_buffers":[],"semaphores":[],'
+        '"threadblocks":[{"id":0,"channels":[{"channel_type":"memory","channel_ids":[0]}],'
+        '"ops":[{"name":"signal","channel_type":"memory","channel_ids":[0]}]}]},'
+        '{"id":1,"input_chunks":8,"output_chunks":8,"scratch_chunks":0,'
+        '"channels":[{"channel_type":"memory","connected_to":[0]}],"remote_buffers":[],"semaphores":[],'
+        '"threadblocks":[{"id":0,"channels":[{"channel_type":"memory","channel_ids":[0]}],'
+        '"ops":[{"name":"wait","channel_type":"memory","channel_ids":[%s]},'
+        '{"name":"copy","src_buff":[{"type":"i","index":%s,"size":%s}],'
+        '"dst_buff":[{"type":"%s","index":0,"size":1}]}]}]}]}')
+for i, v in enumerate([("0", "7", "1", "o"), ("0", "8", "1", "o"), ("0", "7", "2", "o"), ("1", "0", "1", "o"),
+                       ("0", "0", "1", "x"), ("0", "-1", "1", "o"), ("0", "4294967295", "4294967295", "s"),
+                       ("0", "0", "0", "i"), ("\"0\"", "0", "1", "o")]):
+    put("plan", "index-%d" % i, (TMPL % v).encode())
+put("plan", "truncated", (TMPL % ("0", "1", "1", "o")).encode()[:300])
+put("plan", "not-an-object", b"[1,2,3]")
