@@ -51,5 +51,14 @@ weft_status_t weft_p2p_tree_broadcast(weft_comm_t *comm, weft_stream_t *stream, 
 int weft_window_find(const weft_comm_t *comm, const void *ptr, size_t bytes, uint64_t *off);
 char *const *weft_window_table(const weft_comm_t *comm);
 void weft_window_set_destroy(weft_comm_t *comm);
+/* coll_window.c, at a collective's launch: the registration-table row
+ * holding [ptr, ptr + bytes) (a window's, or a registration of this
+ * rank's, made now by the cache where it is on, the buffer has at least
+ * WEFT_REG_MIN_BYTES and @p capturing is 0), with its generation and the
+ * offset; -1: none, stage. Waits on no other rank's user thread. */
+int weft_reg_find(weft_comm_t *comm, weft_stream_t *stream, const void *ptr, size_t bytes, int capturing,
+                  uint64_t *gen, uint64_t *off);
+/* How many collectives the kernels ran zero-copy on this rank (tests). */
+uint64_t weft_reg_zc_calls(weft_comm_t *comm);
 
 #endif
