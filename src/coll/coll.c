@@ -702,9 +702,10 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
         a.in_win = weft_reg_find(comm, stream, c->in, in_bytes, capturing, &a.in_gen, &a.in_off);
         if (a.in_win >= 0 && (c->coll == WEFT_COLL_ALLREDUCE || (c->coll == WEFT_COLL_REDUCE && c->out)))
             a.out_win = weft_reg_find(comm, stream, c->out, bytes, capturing, &a.out_gen, &a.out_off);
-        if (a.in_win >= 0)
-            a.win = weft_window_table(comm);
     }
+    /* also where this rank's buffers are not registered: a broadcast's
+     * non-roots read the root's published buffer through it */
+    a.win = weft_window_table(comm);
     if (comm->coll->ring) {
         a.pc = (weft_port_channel_dev_t *)comm->coll->ring->handles.ptr;
         a.ring_slot = comm->coll->ring->slot;

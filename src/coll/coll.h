@@ -46,10 +46,11 @@ weft_status_t weft_p2p_tree_broadcast(weft_comm_t *comm, weft_stream_t *stream, 
                                       size_t bytes, int root);
 
 /* coll_window.c: the slot of the window holding [ptr, ptr + bytes) and the
- * offset there (*off), or -1; the device table of windows (NULL: none yet);
+ * offset there (*off), or -1; the device table of windows and registered
+ * buffers (made on first use; NULL where ranks span hosts);
  * releasing every window at communicator destruction. */
 int weft_window_find(const weft_comm_t *comm, const void *ptr, size_t bytes, uint64_t *off);
-char *const *weft_window_table(const weft_comm_t *comm);
+char *const *weft_window_table(weft_comm_t *comm);
 void weft_window_set_destroy(weft_comm_t *comm);
 /* coll_window.c, at a collective's launch: the registration-table row
  * holding [ptr, ptr + bytes) (a window's, or a registration of this

@@ -221,17 +221,25 @@ int weft_window_find(const weft_comm_t *comm, const void *ptr, size_t bytes, uin
     return -1;
 }
 
-char *const *weft_window_table(const weft_comm_t *comm)
-{
-    return comm->windows ? (char *const *)weft_reg_table((weft_comm_t *)comm) : NULL;
-}
+
 
 /* ---- registrations and the registration cache ---- */
 
-/* Unlinks and releases @p r: its peers drop it (acked), then its
- * registration goes. The collectives that used it have completed here,
- * hence on every rank (each body's last barrier). */
-static void reg_release(weft_comm_reg_t *r)
+char *const *weft_window_table(weft_comm_t *comm)
+{
+    struct weft_window_set *set;
+    /* made on every rank alike, whatever its own buffers: a peer may
+     * publish registered buffers this rank then reads */
+    if (!single_host_ipc(comm) || window_set(comm, &set) != WEFT_OK)
+        return NULL;
+    return (char *const *)weft_reg_table(comm);
+}
+
+/* Unlinks and releases @p r: its peers drop it (acked; @p tell, not at
+ * destroy, where peers may be gone and free their tables themselves),
+ * then its registration goes. The collectives that used it have completed
+ * here, hence on every rank (each body's last barrier). */
+static void reg_release_how(weft_comm_reg_t *r, int tell)
 {
     weft_comm_t *comm = r->comm;
     for (weft_comm_reg_t **p = &comm->windows->regs; *p; p = &(*p)->next)
@@ -240,10 +248,15 @@ static void reg_release(weft_comm_reg_t *r)
             break;
         }
     if (r->row >= 0)
-        weft_reg_unshare(comm, r->row, r->gen);
+        weft_reg_unshare(comm, r->row, r->gen, tell);
     if (r->mem)
         weft_mem_deregister(r->mem);
     free(r);
+}
+
+static void reg_release(weft_comm_reg_t *r)
+{
+    reg_release_how(r, 1);
 }
 
 void weft_window_set_destroy(weft_comm_t *comm)
@@ -256,7 +269,7 @@ void weft_window_set_destroy(weft_comm_t *comm)
         if (set->slot[s])
             window_free(set->slot[s]);
     while (set->regs)
-        reg_release(set->regs);
+        reg_release_how(set->regs, 0);
     free(set);
     comm->windows = NULL;
 }

@@ -788,12 +788,13 @@ weft_status_t weft_reg_share(weft_comm_t *comm, weft_mem_t *m, int *row_out, uin
     return WEFT_OK;
 }
 
-weft_status_t weft_reg_unshare(weft_comm_t *comm, int row, uint64_t gen)
+weft_status_t weft_reg_unshare(weft_comm_t *comm, int row, uint64_t gen, int tell)
 {
     struct weft_reg_table *t = comm->regs;
     if (!t || row < WEFT_REG_WINDOW_ROWS || row >= WEFT_REG_ROWS)
         return WEFT_ERR_INVALID_ARGUMENT;
-    push_drop(comm, row, gen, comm->nranks);
+    if (tell)
+        push_drop(comm, row, gen, comm->nranks);
     pthread_mutex_lock(&t->lock);
     cell_write(comm, t, (size_t)row * (size_t)comm->nranks + (size_t)comm->rank, NULL, 0);
     t->own[row] = 0;

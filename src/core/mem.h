@@ -79,9 +79,10 @@ weft_status_t weft_reg_set_cell(weft_comm_t *comm, int row, int owner, void *ptr
  * cell and has every peer map it (on their IPC workers, acked); *row and
  * *gen on success. On failure no peer keeps it. Caller holds no lock. */
 weft_status_t weft_reg_share(weft_comm_t *comm, weft_mem_t *m, int *row, uint64_t *gen);
-/* Has every peer drop (@p row, @p gen) and frees the row; the collectives
+/* Has every peer drop (@p row, @p gen) (@p tell: 0 at destroy, where the
+ * peers free their tables themselves) and frees the row; the collectives
  * that used it have completed on this rank. */
-weft_status_t weft_reg_unshare(weft_comm_t *comm, int row, uint64_t gen);
+weft_status_t weft_reg_unshare(weft_comm_t *comm, int row, uint64_t gen, int tell);
 /* The IPC worker's handler (installed at init). */
 weft_status_t weft_reg_serve(void *comm, uint32_t kind, const uint8_t *body, size_t len);
 /* How many collectives the kernels ran zero-copy on this rank. */
