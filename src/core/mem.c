@@ -204,7 +204,12 @@ weft_status_t weft_mem_identify(weft_comm_t *comm, const void *ptr, size_t bytes
 
     if ((a = find_alloc(comm, ptr, bytes)) != NULL) {
         *alloc = a->a;
-        *id = (uint64_t)(uintptr_t)a; /* lives as long as the allocation */
+        /* the backend's identity where it has one (a record's address may
+         * come back for the next allocation) */
+        if (comm->gpu->mem_query(comm->gctx, ptr, &found, &bid) == WEFT_OK && found.ptr == a->a.ptr)
+            *id = bid;
+        else
+            *id = (uint64_t)(uintptr_t)a;
         return WEFT_OK;
     }
     pthread_mutex_lock(&shared_lock);
