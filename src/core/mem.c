@@ -491,7 +491,7 @@ static weft_status_t mem_import(weft_comm_t *comm, const weft_mem_handle_t *hand
     uint8_t digest[32];
     static const uint8_t zero[20];
     weft_mem_t *m;
-    weft_status_t status;
+    weft_status_t status = WEFT_ERR_INVALID_ARGUMENT;
     uint32_t owner, blob_len;
     uint64_t size, offset, alloc_size, export_id, end;
 
@@ -744,7 +744,7 @@ weft_status_t weft_reg_share(weft_comm_t *comm, weft_mem_t *m, int *row_out, uin
     uint8_t body[REG_BODY_HDR + WEFT_MEM_HANDLE_BYTES];
     weft_mem_handle_t h;
     weft_status_t status;
-    uint64_t gen;
+    uint64_t gen = 0;
     int row = -1, p;
 
     if (!t)
