@@ -689,9 +689,19 @@ static weft_status_t cell_write(weft_comm_t *comm, struct weft_reg_table *t, siz
 {
     char **ptrs = (char **)t->dev.ptr;
     uint64_t *gens = (uint64_t *)(ptrs + reg_cells(comm));
-    weft_status_t status = weft_comm_to_device(comm, &ptrs[cell], &ptr, sizeof(ptr));
-    if (status == WEFT_OK)
-        status = weft_comm_to_device(comm, &gens[cell], &gen, sizeof(gen));
+    weft_status_t status = WEFT_OK;
+    if (comm->caps & WEFT_CAP_CPU_ACCESS) {
+        /* kernels on CPU threads may read other cells meanwhile: stores
+         * they can read without a race (relaxed: the order that matters,
+         * this write before the owner publishes the cell, runs through our
+         * answer to the owner and the kernels' first barrier) */
+        __atomic_store_n((uint64_t *)&ptrs[cell], (uint64_t)(uintptr_t)ptr, __ATOMIC_RELAXED);
+        __atomic_store_n(&gens[cell], gen, __ATOMIC_RELEASE);
+    } else {
+        status = weft_comm_to_device(comm, &ptrs[cell], &ptr, sizeof(ptr));
+        if (status == WEFT_OK)
+            status = weft_comm_to_device(comm, &gens[cell], &gen, sizeof(gen));
+    }
     if (status == WEFT_OK)
         t->gen[cell] = gen;
     return status;

@@ -472,11 +472,16 @@ WEFT_DEVICE char *weft_coll_zc_cell(const weft_coll_args_t *a, int p, uint64_t w
         return NULL;
     cell = (idx - 1) * (uint64_t)a->nranks + (uint64_t)p;
     gen = (uint64_t *)(a->win + WEFT_COLL_MAX_ROWS * (uint64_t)a->nranks);
-    if (weft_load_relaxed_u64(&gen[cell]) != w >> 16 || !a->win[cell]) {
+    /* the owner's registration wrote the cell (its pointer, then its
+     * generation) before the owner could publish it; acquire: pairs with
+     * the release in cell_write (src/core/mem.c), after the mapping */
+    uint64_t g = weft_load_acquire_u64(&gen[cell]);
+    char *buf = (char *)(uintptr_t)weft_load_relaxed_u64((uint64_t *)&a->win[cell]);
+    if (g != w >> 16 || !buf) {
         weft_dev_record(a->ctl, WEFT_DEV_STALE_REG, p, 0);
         return NULL;
     }
-    return a->win[cell] + off;
+    return buf + off;
 }
 
 /* Counts a zero-copy collective (once per launch) where tests see it. */
