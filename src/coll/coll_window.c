@@ -22,6 +22,7 @@
 #include "config.h"
 #include "coll.h"
 #include "comm.h"
+#include "handles.h"
 #include "mem.h"
 #include "log.h"
 #include "param.h"
@@ -63,6 +64,10 @@ struct weft_window_set {
 };
 
 static void reg_mem_freeing(weft_comm_t *comm, const void *ptr);
+
+/* Live explicit registrations: a second deregistration is refused without
+ * touching freed memory. */
+static weft_handle_set_t live_regs = WEFT_HANDLE_SET_INIT;
 
 static void window_free(weft_comm_window_t *w)
 {
@@ -251,7 +256,12 @@ static void reg_release_how(weft_comm_reg_t *r, int tell)
         weft_reg_unshare(comm, r->row, r->gen, tell);
     if (r->mem)
         weft_mem_deregister(r->mem);
-    free(r);
+    if (r->cached) {
+        free(r);
+    } else {
+        weft_handle_take(&live_regs, r);
+        weft_handle_bury(&live_regs, r);
+    }
 }
 
 static void reg_release(weft_comm_reg_t *r)
@@ -292,7 +302,13 @@ static weft_status_t reg_make(weft_comm_t *comm, void *buf, size_t bytes, uint64
     r->bytes = bytes;
     r->id = id;
     r->last_use = ++set->clock;
+    if (!cached && !weft_handle_add(&live_regs, r)) {
+        free(r);
+        return WEFT_ERR_NO_MEMORY;
+    }
     if ((status = weft_mem_register(comm, buf, bytes, WEFT_TRANSPORT_IPC, &r->mem)) != WEFT_OK) {
+        if (!cached)
+            weft_handle_take(&live_regs, r);
         free(r);
         return status;
     }
@@ -347,6 +363,10 @@ weft_status_t weft_comm_register(weft_comm_t *comm, void *buf, size_t bytes, wef
         r->row = -1;
         r->base = buf;
         r->bytes = bytes;
+        if (!weft_handle_add(&live_regs, r)) {
+            free(r);
+            return WEFT_ERR_NO_MEMORY;
+        }
         r->next = set->regs;
         set->regs = r;
         *out = r;
@@ -357,18 +377,13 @@ weft_status_t weft_comm_register(weft_comm_t *comm, void *buf, size_t bytes, wef
 
 weft_status_t weft_comm_deregister(weft_comm_reg_t *reg)
 {
-    struct weft_window_set *set;
-    if (!reg)
-        return WEFT_ERR_INVALID_ARGUMENT;
     /* only a live explicit registration: a second deregistration is refused */
-    set = reg->comm->windows;
-    for (weft_comm_reg_t *r = set ? set->regs : NULL; r; r = r->next)
-        if (r == reg && !r->cached) {
-            reg_release(r);
-            return WEFT_OK;
-        }
-    weft_error_note("weft_comm_deregister(%p): not a live registration", (void *)reg);
-    return WEFT_ERR_INVALID_ARGUMENT;
+    if (!reg || !weft_handle_live(&live_regs, reg)) {
+        weft_error_note("weft_comm_deregister(%p): not a live registration", (void *)reg);
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    reg_release(reg);
+    return WEFT_OK;
 }
 
 /* Drains @p stream (not while it is captured): what was queued may read a

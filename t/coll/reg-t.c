@@ -11,6 +11,8 @@
 #include "coll.h"
 #include "weft.h"
 
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,9 +280,108 @@ static int reuse(int rank, int nranks, void *arg)
     return c.fails;
 }
 
+/* One process, OT ranks whose communicators are made on threads, then
+ * driven from this one thread: each registers its buffers (pushed to the
+ * others' IPC workers while this thread is busy elsewhere) and launches
+ * allreduces on every communicator before waiting for any. Nothing may
+ * wait on the host for a rank this thread has not called yet; the
+ * kernels' count proves the zero-copy path. */
+#define OT 3
+static weft_unique_id_t ot_id;
+static weft_comm_t *ot_comm[OT];
+static weft_status_t ot_status[OT];
+
+static weft_stream_t *ot_stream[OT];
+
+/* The communicators and their collectives' channels are made collectively
+ * (a first collective sets them up), so on threads, as ncclCommInitAll
+ * does; what follows runs on one thread. */
+static void *ot_init(void *arg)
+{
+    int r = (int)(intptr_t)arg;
+    float x = 1, y = 0;
+    ot_status[r] = weft_comm_init(&ot_id, OT, r, NULL, &ot_comm[r]);
+    if (ot_status[r] == WEFT_OK)
+        ot_status[r] = weft_stream_create(ot_comm[r], &ot_stream[r]);
+    if (ot_status[r] == WEFT_OK)
+        ot_status[r] = weft_allreduce(&x, &y, 1, WEFT_FLOAT32, WEFT_SUM, ot_comm[r], ot_stream[r]);
+    if (ot_status[r] == WEFT_OK)
+        ot_status[r] = weft_stream_synchronize(ot_stream[r]);
+    return NULL;
+}
+
+static void *ot_destroy(void *arg)
+{
+    weft_comm_destroy(arg);
+    return NULL;
+}
+
+static int one_thread(int rank, int nranks, void *arg)
+{
+    pthread_t th[OT];
+    weft_stream_t **st = ot_stream;
+    weft_comm_reg_t *reg[OT][2];
+    float *in[OT], *out[OT];
+    ctx_t c = {.nranks = OT};
+    int fails = 0;
+    (void)nranks;
+    (void)arg;
+    if (!job_id(rank, &ot_id))
+        return rank_fail("no job id");
+    for (int r = 0; r < OT; r++)
+        pthread_create(&th[r], NULL, ot_init, (void *)(intptr_t)r);
+    for (int r = 0; r < OT; r++)
+        pthread_join(th[r], NULL);
+    for (int r = 0; r < OT; r++)
+        if (ot_status[r] != WEFT_OK)
+            return rank_fail("rank %d: init: %s", r, weft_status_string(ot_status[r]));
+    rank_step("one thread: registrations on %d ranks", OT);
+    for (int r = 0; r < OT; r++)
+        if (weft_mem_alloc(ot_comm[r], COUNT * sizeof(float), (void **)&in[r]) != WEFT_OK ||
+            weft_mem_alloc(ot_comm[r], COUNT * sizeof(float), (void **)&out[r]) != WEFT_OK ||
+            weft_comm_register(ot_comm[r], in[r], COUNT * sizeof(float), &reg[r][0]) != WEFT_OK ||
+            weft_comm_register(ot_comm[r], out[r], COUNT * sizeof(float), &reg[r][1]) != WEFT_OK)
+            return rank_fail("rank %d: registration: %s", r, weft_get_last_error());
+    for (int round = 0; round < 3; round++) {
+        rank_step("one thread: allreduce round %d on %d ranks", round, OT);
+        for (int r = 0; r < OT; r++) {
+            fill(in[r], COUNT, r, round);
+            if (weft_allreduce(in[r], out[r], COUNT, WEFT_FLOAT32, WEFT_SUM, ot_comm[r], st[r]) != WEFT_OK)
+                return rank_fail("rank %d: allreduce: %s", r, weft_get_last_error());
+        }
+        for (int r = 0; r < OT; r++)
+            if (weft_stream_synchronize(st[r]) != WEFT_OK)
+                return rank_fail("rank %d: synchronize: %s", r, weft_get_last_error());
+        for (int r = 0; r < OT && !fails; r++) {
+            c.rank = r;
+            fails += check(&c, "one thread: allreduce", out[r], COUNT, want_sum, round);
+        }
+    }
+    for (int r = 0; r < OT; r++)
+        if (weft_reg_zc_calls(ot_comm[r]) != 3)
+            fails += rank_fail("rank %d: %llu of 3 allreduces on registered buffers went zero-copy", r,
+                               (unsigned long long)weft_reg_zc_calls(ot_comm[r]));
+    for (int r = 0; r < OT; r++) {
+        if (weft_comm_deregister(reg[r][0]) != WEFT_OK || weft_comm_deregister(reg[r][1]) != WEFT_OK)
+            fails += rank_fail("rank %d: deregister: %s", r, weft_get_last_error());
+        if (weft_comm_deregister(reg[r][0]) != WEFT_ERR_INVALID_ARGUMENT)
+            fails += rank_fail("rank %d: a second deregistration was not refused", r);
+    }
+    for (int r = 0; r < OT; r++) {
+        weft_mem_free(ot_comm[r], in[r]);
+        weft_mem_free(ot_comm[r], out[r]);
+        weft_stream_destroy(st[r]);
+    }
+    for (int r = 0; r < OT; r++)
+        pthread_create(&th[r], NULL, ot_destroy, ot_comm[r]);
+    for (int r = 0; r < OT; r++)
+        pthread_join(th[r], NULL);
+    return fails;
+}
+
 int main(void)
 {
-    plan(5);
+    plan(6);
     /* before any rank reads its parameters */
     setenv("WEFT_REG_MIN_BYTES", "65536", 1);
     setenv("WEFT_BACKEND", "host", 1);
@@ -295,5 +396,8 @@ int main(void)
     ok(run_ranks(3, 120000, reuse, (void *)1, NULL),
        "3 ranks, cache on: a buffer freed behind the cache's back and allocated again at its address: the "
        "allocation's identity tells, not used stale");
+    ok(run_ranks(1, 120000, one_thread, NULL, NULL),
+       "one thread drives %d ranks: registrations pushed to the others' IPC workers, allreduces launched on every "
+       "rank before any is waited for: right values, zero-copy", OT);
     return 0;
 }
