@@ -295,6 +295,23 @@ WEFT_API weft_status_t weft_mem_alloc(weft_comm_t *comm, size_t bytes,
  */
 WEFT_API weft_status_t weft_mem_free(weft_comm_t *comm, void *ptr);
 
+/**
+ * Allocates @p bytes of shareable device memory without a communicator
+ * (what ncclMemAlloc gives), on @p backend's device that the caller's
+ * runtime has current: a memfd mapping (host), cuMem VMM with file
+ * descriptor handles (cuda), IPC-able memory (hip). Any communicator on
+ * that backend registers and exports it like its own memory, and its
+ * collectives use it without copies with no further call (see
+ * weft_comm_register). Zero-filled. Thread-safe.
+ * @return WEFT_ERR_INVALID_ARGUMENT for a NULL @p backend or @p ptr or
+ * @p bytes 0; WEFT_ERR_NOT_FOUND: no such backend in this build.
+ */
+WEFT_API weft_status_t weft_mem_alloc_shareable(const char *backend, size_t bytes, void **ptr);
+/** Frees memory from weft_mem_alloc_shareable (WEFT_ERR_INVALID_ARGUMENT
+ * for any other pointer, or one freed already). Deregister it from every
+ * communicator first. Thread-safe. */
+WEFT_API weft_status_t weft_mem_free_shareable(void *ptr);
+
 /** A registered buffer: local, or a peer's imported through a handle. */
 typedef struct weft_mem weft_mem_t;
 
@@ -410,7 +427,9 @@ WEFT_API weft_status_t weft_allreduce(const void *sendbuf, void *recvbuf, size_t
 typedef struct weft_comm_window weft_comm_window_t;
 /**
  * Collective (every rank, in the same order): registers @p buf, @p bytes
- * of memory from weft_mem_alloc (sizes may differ by rank), as a window.
+ * of memory the backend can share (weft_mem_alloc, weft_mem_alloc_shareable,
+ * cudaMalloc on cuda; sizes may differ by rank), as a window; where one
+ * rank's cannot be shared, it fails on every rank.
  * Where every rank's buffers lie in windows (at any offsets, aligned to
  * the element size), the large-message algorithms skip scratch: an
  * allreduce by reduce-scatter+allgather (input and output in windows)
@@ -459,6 +478,36 @@ WEFT_API weft_status_t weft_put_signal(const void *src, size_t bytes, int peer, 
  */
 WEFT_API weft_status_t weft_wait_signal(int n, const int *peers, const uint64_t *counts, weft_comm_t *comm,
                                         weft_stream_t *stream);
+/** The buffer @p win was registered over, into *buf (ncclWinGetUserPtr). */
+WEFT_API weft_status_t weft_comm_window_buffer(const weft_comm_window_t *win, void **buf);
+
+/** A buffer registered by one rank for collectives (weft_comm_register). */
+typedef struct weft_comm_reg weft_comm_reg_t;
+/**
+ * Local (not collective): registers [buf, buf + bytes) of device memory
+ * for zero-copy collectives. Any memory the backend can share qualifies:
+ * weft_mem_alloc, weft_mem_alloc_shareable, and on cuda memory from
+ * cudaMalloc (the allocation's base is exported, the offset carried).
+ * Memory the backend cannot share (plain malloc on the host backend) is
+ * refused with WEFT_ERR_INVALID_ARGUMENT on this rank only.
+ *
+ * The buffer is pushed to every peer of the host, whose IPC service
+ * thread maps it and answers; the call returns once they all have (it
+ * waits on those threads, not on the peers' own calls, so one thread may
+ * drive several ranks). Where a peer cannot map it the registration still
+ * succeeds, and collectives on it stage. A collective whose buffers are
+ * registered (or in windows) on every rank goes zero-copy; otherwise
+ * every rank stages: the kernels agree at their first barrier.
+ * Buffers not registered are registered on first use by collectives of at
+ * least WEFT_REG_MIN_BYTES where WEFT_REG_CACHE=1 (weft_mem_alloc_shareable's
+ * memory always), checked against their allocation's identity at each use.
+ * Not thread-safe against other calls on @p comm.
+ */
+WEFT_API weft_status_t weft_comm_register(weft_comm_t *comm, void *buf, size_t bytes, weft_comm_reg_t **reg);
+/** Local: releases a registration (its peers unmap it) once the collectives
+ * that used it have completed (synchronize the streams first);
+ * WEFT_ERR_INVALID_ARGUMENT for NULL or a registration released already. */
+WEFT_API weft_status_t weft_comm_deregister(weft_comm_reg_t *reg);
 /** recvbuf holds nranks * sendcount elements, rank r's at r * sendcount. */
 WEFT_API weft_status_t weft_allgather(const void *sendbuf, void *recvbuf, size_t sendcount, weft_dtype_t dtype,
                                       weft_comm_t *comm, weft_stream_t *stream);

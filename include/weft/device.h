@@ -199,6 +199,7 @@ WEFT_DEVICE void weft_spin_pause(unsigned spins)
 #define WEFT_DEV_ABORTED 2u
 #define WEFT_DEV_PROXY_FAILED 3u /* the proxy could not execute a trigger */
 #define WEFT_DEV_PEER_LOST 4u    /* a network connection to the peer failed */
+#define WEFT_DEV_STALE_REG 5u    /* a peer published a registered buffer this rank has not mapped */
 
 /* What a wait was part of (weft_dev_ctl_t.op). */
 #define WEFT_DEV_OP_SEMA_WAIT 1u

@@ -210,6 +210,9 @@ typedef struct {
 typedef struct ncclParamHandle *ncclParamHandle_t;
 
 /* ---- memory (src/nccl/nccl_mem.c) ---- */
+/* The backend's shareable memory (weft_mem_alloc_shareable), which every
+ * collective uses without copies; ncclCommRegister registers any memory
+ * the backend can share (weft_comm_register). */
 ncclResult_t ncclMemAlloc(void **ptr, size_t size);
 ncclResult_t ncclMemFree(void *ptr);
 

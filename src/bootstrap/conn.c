@@ -30,6 +30,8 @@ static void limits_init(void)
     default_limits[WEFT_MSG_DATA] = (uint32_t)max_msg + 8;
     default_limits[WEFT_MSG_IPC_REQ] = 16;
     default_limits[WEFT_MSG_IPC_REP] = 16;
+    default_limits[WEFT_MSG_IPC_CALL] = 1024;
+    default_limits[WEFT_MSG_IPC_ANSWER] = 16;
 }
 
 const uint32_t *weft_conn_default_limits(void)

@@ -29,6 +29,8 @@ typedef enum {
     WEFT_MSG_DATA = 5,     /* bootstrap send/recv: u64 tag + payload */
     WEFT_MSG_IPC_REQ = 6,  /* fd request: u64 export id */
     WEFT_MSG_IPC_REP = 7,  /* fd reply: i32 status (+ fd in SCM_RIGHTS) */
+    WEFT_MSG_IPC_CALL = 8,   /* request to a rank's IPC worker: u32 kind + body (ipc.c) */
+    WEFT_MSG_IPC_ANSWER = 9, /* its answer: i32 status */
     WEFT_MSG_TYPE_COUNT
 } weft_msg_type_t;
 

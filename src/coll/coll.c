@@ -734,22 +734,27 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
     a.gbar = (uint64_t *)comm->coll->gbar.ptr;
     a.calls = (uint64_t *)comm->coll->calls.ptr;
     a.sc = (const weft_switch_channel_dev_t *)comm->coll->sc_handle.ptr;
-    a.win = weft_window_table(comm);
     a.winfo_off = comm->coll->winfo_off;
     a.in_win = a.out_win = -1;
     /* Buffers in windows (the zero-copy bodies; aligned for their typed
      * loops): allreduce reads peers' inputs and writes their outputs; the
      * others read peers' inputs (broadcast the root's only). All-to-all
      * reads inputs while their owners write outputs: not where they overlap. */
-    if (c->coll != WEFT_COLL_BARRIER && a.win && (uintptr_t)c->in % weft_dtype_size((weft_dtype_t)c->dtype) == 0 &&
+    if (c->coll != WEFT_COLL_BARRIER && c->in && (uintptr_t)c->in % weft_dtype_size((weft_dtype_t)c->dtype) == 0 &&
         (uintptr_t)c->out % weft_dtype_size((weft_dtype_t)c->dtype) == 0 &&
         !(c->coll == WEFT_COLL_ALLTOALL && (const char *)c->out < (const char *)c->in + total &&
           (const char *)c->in < (const char *)c->out + total)) {
         size_t in_bytes = c->coll == WEFT_COLL_REDUCE_SCATTER || c->coll == WEFT_COLL_ALLTOALL ? total : bytes;
-        a.in_win = weft_window_find(comm, c->in, in_bytes, &a.in_off);
-        if (c->coll == WEFT_COLL_ALLREDUCE || (c->coll == WEFT_COLL_REDUCE && c->out))
-            a.out_win = weft_window_find(comm, c->out, bytes, &a.out_off);
+        int capturing = weft_stream_is_capturing(stream);
+        /* windows, registrations, and (the cache) buffers registered now:
+         * a local lookup; the kernels agree on the path */
+        a.in_win = weft_reg_find(comm, stream, c->in, in_bytes, capturing, &a.in_gen, &a.in_off);
+        if (a.in_win >= 0 && (c->coll == WEFT_COLL_ALLREDUCE || (c->coll == WEFT_COLL_REDUCE && c->out)))
+            a.out_win = weft_reg_find(comm, stream, c->out, bytes, capturing, &a.out_gen, &a.out_off);
     }
+    /* also where this rank's buffers are not registered: a broadcast's
+     * non-roots read the root's published buffer through it */
+    a.win = weft_window_table(comm);
     if (comm->coll->ring) {
         a.pc = (weft_port_channel_dev_t *)comm->coll->ring->handles.ptr;
         a.ring_slot = comm->coll->ring->slot;

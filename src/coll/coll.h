@@ -46,14 +46,24 @@ weft_status_t weft_p2p_tree_broadcast(weft_comm_t *comm, weft_stream_t *stream, 
                                       size_t bytes, int root);
 
 /* coll_window.c: the slot of the window holding [ptr, ptr + bytes) and the
- * offset there (*off), or -1; the device table of windows (NULL: none yet);
+ * offset there (*off), or -1; the device table of windows and registered
+ * buffers (made on first use; NULL where ranks span hosts);
  * releasing every window at communicator destruction. */
 int weft_window_find(const weft_comm_t *comm, const void *ptr, size_t bytes, uint64_t *off);
-char *const *weft_window_table(const weft_comm_t *comm);
+char *const *weft_window_table(weft_comm_t *comm);
 void weft_window_set_destroy(weft_comm_t *comm);
 /* Where rank @p peer's buffer of window @p w is mapped here (*ptr, NULL if
  * it is not: on another host) and its size: 1; 0 if @p w is no window of
  * @p comm; -1 if @p peer has no buffer in it. */
 int weft_window_peer(const weft_comm_t *comm, const weft_comm_window_t *w, int peer, char **ptr, size_t *bytes);
+/* coll_window.c, at a collective's launch: the registration-table row
+ * holding [ptr, ptr + bytes) (a window's, or a registration of this
+ * rank's, made now by the cache where it is on, the buffer has at least
+ * WEFT_REG_MIN_BYTES and @p capturing is 0), with its generation and the
+ * offset; -1: none, stage. Waits on no other rank's user thread. */
+int weft_reg_find(weft_comm_t *comm, weft_stream_t *stream, const void *ptr, size_t bytes, int capturing,
+                  uint64_t *gen, uint64_t *off);
+/* How many collectives the kernels ran zero-copy on this rank (tests). */
+uint64_t weft_reg_zc_calls(weft_comm_t *comm);
 
 #endif

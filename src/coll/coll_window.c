@@ -1,25 +1,38 @@
 /*
- * Collective windows: user buffers that every rank of the host has mapped
- * from every other, so that the large-message allreduce reads its peers'
- * inputs and writes their outputs, and allgather and reduce-scatter read
- * their peers' inputs, in place of staging through scratch
- * (weft_coll_zc_* in src/kernels/coll_common.h).
+ * Collective windows and registered buffers: user buffers that every rank
+ * of the host has mapped from every other, so that the large-message
+ * bodies read their peers' inputs (and allreduce writes their outputs) in
+ * place of staging through scratch (weft_coll_zc_* in
+ * src/kernels/coll_common.h).
  *
- * Registration is collective and in the same order on every rank: the k-th
- * window of every rank takes the same slot, and the device table holds,
- * for slot w, each rank's buffer as mapped here (table[w * nranks + p]).
- * A collective looks its buffers up by address; a kernel learns its peers'
- * slots and offsets at its first barrier, so ranks may pass different
+ * Both live in the registration table of src/core/mem.h. A window is
+ * registered collectively and in the same order on every rank: the k-th
+ * window of every rank takes the same row, below WEFT_REG_WINDOW_ROWS,
+ * with generation 0. A registration (weft_comm_register, or the cache of
+ * buffers registered on first use) is one rank's own: it takes a row of
+ * that rank's and a fresh generation, and is pushed to every peer's IPC
+ * worker, which maps it before answering; the registering call waits for
+ * those workers, never for the peers' user threads, so one thread driving
+ * several ranks cannot deadlock, and collectives never wait on the host.
+ *
+ * A collective looks its buffers up here; the kernels publish (row,
+ * generation, offset) at their first barrier, so ranks may pass different
  * offsets, and all of them take the zero-copy path or none does.
  */
 #include "config.h"
 #include "coll.h"
 #include "comm.h"
+#include "handles.h"
 #include "mem.h"
 #include "log.h"
+#include "param.h"
+#include "stream.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+_Static_assert(WEFT_COLL_MAX_WINDOWS == WEFT_REG_WINDOW_ROWS && WEFT_COLL_MAX_ROWS == WEFT_REG_ROWS,
+               "the kernels' table rows are the registration table's");
 
 struct weft_comm_window {
     weft_comm_t *comm;
@@ -30,10 +43,31 @@ struct weft_comm_window {
     weft_mem_t **remote; /* [nranks]: the peers' buffers, imported */
 };
 
+/* A registration of this rank's (weft_comm_register) or the cache's. */
+struct weft_comm_reg {
+    struct weft_comm_reg *next;
+    weft_comm_t *comm;
+    int row;           /* its row in the registration table, -1: not shared (collectives stage) */
+    uint64_t gen;
+    int cached;        /* made on first use; dropped when stale or evicted */
+    char *base;
+    size_t bytes;
+    uint64_t id;       /* cached: the allocation's identity (weft_mem_identify) */
+    uint64_t last_use;
+    weft_mem_t *mem;   /* NULL: nothing a peer could map (another host, a refused share) */
+};
+
 struct weft_window_set {
     weft_comm_window_t *slot[WEFT_COLL_MAX_WINDOWS];
-    weft_gpu_alloc_t table; /* device-visible: char *[WEFT_COLL_MAX_WINDOWS * nranks] */
+    weft_comm_reg_t *regs; /* this rank's registrations, explicit and cached */
+    uint64_t clock;
 };
+
+static void reg_mem_freeing(weft_comm_t *comm, const void *ptr);
+
+/* Live explicit registrations: a second deregistration is refused without
+ * touching freed memory. */
+static weft_handle_set_t live_regs = WEFT_HANDLE_SET_INIT;
 
 static void window_free(weft_comm_window_t *w)
 {
@@ -53,15 +87,13 @@ static weft_status_t window_set(weft_comm_t *comm, struct weft_window_set **out)
     if (!set) {
         if ((status = weft_comm_on_destroy(comm, weft_window_set_destroy)) != WEFT_OK)
             return status;
+        if (!weft_reg_table(comm))
+            return WEFT_ERR_NO_MEMORY;
         if (!(set = calloc(1, sizeof(*set))))
             return WEFT_ERR_NO_MEMORY;
-        status = comm->gpu->mem_alloc(comm->gctx, WEFT_COLL_MAX_WINDOWS * (size_t)comm->nranks * sizeof(char *), 0,
-                                      &set->table);
-        if (status != WEFT_OK) {
-            free(set);
-            return status;
-        }
         comm->windows = set;
+        /* release: pairs with the acquire in weft_mem_free */
+        __atomic_store_n(&comm->mem_freeing, reg_mem_freeing, __ATOMIC_RELEASE);
     }
     *out = set;
     return WEFT_OK;
@@ -88,6 +120,11 @@ static weft_status_t registered_everywhere(weft_comm_t *comm, weft_status_t mine
     return status;
 }
 
+static int single_host_ipc(const weft_comm_t *comm)
+{
+    return comm->local_size == comm->nranks && (comm->caps & WEFT_CAP_IPC);
+}
+
 weft_status_t weft_comm_window_register(weft_comm_t *comm, void *buf, size_t bytes, weft_comm_window_t **out)
 {
     struct weft_window_set *set;
@@ -96,9 +133,9 @@ weft_status_t weft_comm_window_register(weft_comm_t *comm, void *buf, size_t byt
     weft_status_t status;
     int slot = -1, bad = -1;
 
-    if (!comm || !buf || bytes == 0 || !out)
+    if (!comm || !buf || bytes == 0 || !out || (uintptr_t)buf + bytes < (uintptr_t)buf)
         return WEFT_ERR_INVALID_ARGUMENT;
-    if (comm->local_size != comm->nranks || !(comm->caps & WEFT_CAP_IPC)) {
+    if (!single_host_ipc(comm)) {
         weft_error_note("window: every rank must be on this host and the backend share memory (%d of %d ranks "
                         "are here)",
                         comm->local_size, comm->nranks);
@@ -124,6 +161,7 @@ weft_status_t weft_comm_window_register(weft_comm_t *comm, void *buf, size_t byt
     w->slot = slot;
     w->base = buf;
     w->bytes = bytes;
+    /* any memory the backend can share (weft_mem_register finds its allocation) */
     status = registered_everywhere(comm, weft_mem_register(comm, buf, bytes, WEFT_TRANSPORT_IPC, &w->mem), &bad);
     if (status == WEFT_OK)
         status = weft_mem_exchange(comm, w->mem, w->remote);
@@ -131,9 +169,8 @@ weft_status_t weft_comm_window_register(weft_comm_t *comm, void *buf, size_t byt
     for (int p = 0; p < comm->nranks && status == WEFT_OK; p++)
         if (p != comm->rank)
             status = weft_mem_ptr(w->remote[p], (void **)&row[p]);
-    if (status == WEFT_OK)
-        status = weft_comm_to_device(comm, (char **)set->table.ptr + (size_t)slot * (size_t)comm->nranks, row,
-                                     (size_t)comm->nranks * sizeof(*row));
+    for (int p = 0; p < comm->nranks && status == WEFT_OK; p++)
+        status = weft_reg_set_cell(comm, slot, p, row[p], 0);
     free(row);
     if (status != WEFT_OK) {
         if (bad >= 0)
@@ -142,6 +179,8 @@ weft_status_t weft_comm_window_register(weft_comm_t *comm, void *buf, size_t byt
         else
             weft_error(WEFT_SUB_COLL, "rank %d: window registration failed: %s", comm->rank,
                        weft_status_string(status));
+        for (int p = 0; p < comm->nranks; p++)
+            weft_reg_set_cell(comm, slot, p, NULL, 0);
         window_free(w);
         return status;
     }
@@ -160,8 +199,18 @@ weft_status_t weft_comm_window_deregister(weft_comm_window_t *w)
     /* no peer still reads or writes through it: every rank is here */
     status = weft_bootstrap_barrier(comm);
     comm->windows->slot[w->slot] = NULL;
+    for (int p = 0; p < comm->nranks; p++)
+        weft_reg_set_cell(comm, w->slot, p, NULL, 0);
     window_free(w);
     return status;
+}
+
+weft_status_t weft_comm_window_buffer(const weft_comm_window_t *w, void **buf)
+{
+    if (!w || !buf)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    *buf = w->base;
+    return WEFT_OK;
 }
 
 int weft_window_find(const weft_comm_t *comm, const void *ptr, size_t bytes, uint64_t *off)
@@ -177,9 +226,47 @@ int weft_window_find(const weft_comm_t *comm, const void *ptr, size_t bytes, uin
     return -1;
 }
 
-char *const *weft_window_table(const weft_comm_t *comm)
+
+
+/* ---- registrations and the registration cache ---- */
+
+char *const *weft_window_table(weft_comm_t *comm)
 {
-    return comm->windows ? (char *const *)comm->windows->table.ptr : NULL;
+    struct weft_window_set *set;
+    /* made on every rank alike, whatever its own buffers: a peer may
+     * publish registered buffers this rank then reads */
+    if (!single_host_ipc(comm) || window_set(comm, &set) != WEFT_OK)
+        return NULL;
+    return (char *const *)weft_reg_table(comm);
+}
+
+/* Unlinks and releases @p r: its peers drop it (acked; @p tell, not at
+ * destroy, where peers may be gone and free their tables themselves),
+ * then its registration goes. The collectives that used it have completed
+ * here, hence on every rank (each body's last barrier). */
+static void reg_release_how(weft_comm_reg_t *r, int tell)
+{
+    weft_comm_t *comm = r->comm;
+    for (weft_comm_reg_t **p = &comm->windows->regs; *p; p = &(*p)->next)
+        if (*p == r) {
+            *p = r->next;
+            break;
+        }
+    if (r->row >= 0)
+        weft_reg_unshare(comm, r->row, r->gen, tell);
+    if (r->mem)
+        weft_mem_deregister(r->mem);
+    if (r->cached) {
+        free(r);
+    } else {
+        weft_handle_take(&live_regs, r);
+        weft_handle_bury(&live_regs, r);
+    }
+}
+
+static void reg_release(weft_comm_reg_t *r)
+{
+    reg_release_how(r, 1);
 }
 
 void weft_window_set_destroy(weft_comm_t *comm)
@@ -187,10 +274,12 @@ void weft_window_set_destroy(weft_comm_t *comm)
     struct weft_window_set *set = comm->windows;
     if (!set)
         return;
+    __atomic_store_n(&comm->mem_freeing, NULL, __ATOMIC_RELEASE);
     for (int s = 0; s < WEFT_COLL_MAX_WINDOWS; s++)
         if (set->slot[s])
             window_free(set->slot[s]);
-    comm->gpu->mem_free(comm->gctx, &set->table);
+    while (set->regs)
+        reg_release_how(set->regs, 0);
     free(set);
     comm->windows = NULL;
 }
@@ -214,4 +303,183 @@ int weft_window_peer(const weft_comm_t *comm, const weft_comm_window_t *w, int p
         p = NULL;
     *ptr = p;
     return weft_mem_size(w->remote[peer], bytes) == WEFT_OK ? 1 : -1;
+}
+
+/* Registers [buf, buf + bytes) and shares it with the peers; where the
+ * backend cannot share it, fails (this rank only); where a peer cannot
+ * map it, keeps it unshared (collectives on it stage). */
+static weft_status_t reg_make(weft_comm_t *comm, void *buf, size_t bytes, uint64_t id, int cached,
+                              weft_comm_reg_t **out)
+{
+    struct weft_window_set *set = comm->windows;
+    weft_comm_reg_t *r = calloc(1, sizeof(*r));
+    weft_status_t status;
+    if (!r)
+        return WEFT_ERR_NO_MEMORY;
+    r->comm = comm;
+    r->row = -1;
+    r->cached = cached;
+    r->base = buf;
+    r->bytes = bytes;
+    r->id = id;
+    r->last_use = ++set->clock;
+    if (!cached && !weft_handle_add(&live_regs, r)) {
+        free(r);
+        return WEFT_ERR_NO_MEMORY;
+    }
+    if ((status = weft_mem_register(comm, buf, bytes, WEFT_TRANSPORT_IPC, &r->mem)) != WEFT_OK) {
+        if (!cached)
+            weft_handle_take(&live_regs, r);
+        free(r);
+        return status;
+    }
+    if (weft_reg_share(comm, r->mem, &r->row, &r->gen) != WEFT_OK)
+        r->row = -1;
+    r->next = set->regs;
+    set->regs = r;
+    *out = r;
+    return WEFT_OK;
+}
+
+/* The cache registers whole allocations: the one at @p ptr is going. */
+static void reg_mem_freeing(weft_comm_t *comm, const void *ptr)
+{
+    struct weft_window_set *set = comm->windows;
+    weft_comm_reg_t *r, *next;
+    for (r = set ? set->regs : NULL; r; r = next) {
+        next = r->next;
+        if (r->cached && r->base == ptr)
+            reg_release(r);
+    }
+}
+
+/* Cached entries that hold a row, and the least recently used of them. */
+static int reg_cached_rows(struct weft_window_set *set, weft_comm_reg_t **lru)
+{
+    int n = 0;
+    *lru = NULL;
+    for (weft_comm_reg_t *r = set->regs; r; r = r->next)
+        if (r->cached && r->row >= 0) {
+            n++;
+            if (!*lru || r->last_use < (*lru)->last_use)
+                *lru = r;
+        }
+    return n;
+}
+
+weft_status_t weft_comm_register(weft_comm_t *comm, void *buf, size_t bytes, weft_comm_reg_t **out)
+{
+    struct weft_window_set *set;
+    weft_status_t status;
+    if (!comm || !buf || bytes == 0 || !out || (uintptr_t)buf + bytes < (uintptr_t)buf)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    if ((status = window_set(comm, &set)) != WEFT_OK)
+        return status;
+    if (!single_host_ipc(comm)) {
+        /* nothing a peer could map: a registration that never goes zero-copy */
+        weft_comm_reg_t *r = calloc(1, sizeof(*r));
+        if (!r)
+            return WEFT_ERR_NO_MEMORY;
+        r->comm = comm;
+        r->row = -1;
+        r->base = buf;
+        r->bytes = bytes;
+        if (!weft_handle_add(&live_regs, r)) {
+            free(r);
+            return WEFT_ERR_NO_MEMORY;
+        }
+        r->next = set->regs;
+        set->regs = r;
+        *out = r;
+        return WEFT_OK;
+    }
+    return reg_make(comm, buf, bytes, 0, 0, out);
+}
+
+weft_status_t weft_comm_deregister(weft_comm_reg_t *reg)
+{
+    /* only a live explicit registration: a second deregistration is refused */
+    if (!reg || !weft_handle_live(&live_regs, reg)) {
+        weft_error_note("weft_comm_deregister(%p): not a live registration", (void *)reg);
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    reg_release(reg);
+    return WEFT_OK;
+}
+
+/* Drains @p stream (not while it is captured): what was queued may read a
+ * row about to change. */
+static int drained(weft_comm_t *comm, weft_stream_t *stream, int capturing)
+{
+    return !capturing && (!stream || comm->gpu->stream_sync(comm->gctx, stream->s) == WEFT_OK);
+}
+
+int weft_reg_find(weft_comm_t *comm, weft_stream_t *stream, const void *ptr, size_t bytes, int capturing,
+                  uint64_t *gen, uint64_t *off)
+{
+    struct weft_window_set *set = comm->windows;
+    const char *p = ptr;
+    weft_gpu_alloc_t alloc;
+    weft_comm_reg_t *r, *next, *found = NULL, *lru;
+    uint64_t id = 0;
+    int identified = 0, row;
+
+    if ((row = weft_window_find(comm, ptr, bytes, off)) >= 0) {
+        *gen = 0;
+        return row;
+    }
+    if (!single_host_ipc(comm) || window_set(comm, &set) != WEFT_OK)
+        return -1;
+    for (r = set->regs; r && !found; r = next) {
+        next = r->next;
+        if (p < r->base || bytes > r->bytes || (size_t)(p - r->base) > r->bytes - bytes)
+            continue;
+        if (r->cached) {
+            /* the address may have been freed and allocated again since */
+            if (!identified)
+                identified = weft_mem_identify(comm, ptr, bytes, &alloc, &id) == WEFT_OK ? 1 : -1;
+            if (identified < 0 || id != r->id || (char *)alloc.ptr != r->base || alloc.size != r->bytes) {
+                weft_debug(WEFT_SUB_COLL, "registration cache: %p is no longer the allocation cached (id %llu, "
+                           "now %llu); dropped", (void *)r->base, (unsigned long long)r->id,
+                           (unsigned long long)(identified > 0 ? id : 0));
+                if (!drained(comm, stream, capturing))
+                    return -1;
+                reg_release(r);
+                continue;
+            }
+        }
+        found = r;
+    }
+    if (!found) {
+        /* weft_mem_alloc_shareable's memory (ids from 1 << 62) always; other
+         * memory the backend can share while the cache is on */
+        if (capturing || bytes < (size_t)weft_param_int(WEFT_P_REG_MIN_BYTES))
+            return -1;
+        if (!identified)
+            identified = weft_mem_identify(comm, ptr, bytes, &alloc, &id) == WEFT_OK ? 1 : -1;
+        if (identified < 0 || !((id >= (1ull << 62) && id < (1ull << 63)) || weft_param_int(WEFT_P_REG_CACHE) == 1))
+            return -1;
+        /* the cache keeps a few rows free for explicit registrations */
+        if (reg_cached_rows(set, &lru) >= (WEFT_REG_ROWS - WEFT_REG_WINDOW_ROWS) / 2 && lru) {
+            if (!drained(comm, stream, capturing))
+                return -1;
+            weft_debug(WEFT_SUB_COLL, "registration cache: evicting %p (%zu bytes)", (void *)lru->base, lru->bytes);
+            reg_release(lru);
+        }
+        if (reg_make(comm, alloc.ptr, alloc.size, id, 1, &found) != WEFT_OK)
+            return -1;
+        weft_debug(WEFT_SUB_COLL, "registration cache: %p (%zu bytes, id %llu) registered on first use, row %d",
+                   alloc.ptr, alloc.size, (unsigned long long)id, found->row);
+    }
+    found->last_use = ++set->clock;
+    if (found->row < 0)
+        return -1;
+    *gen = found->gen;
+    *off = (uint64_t)(p - found->base);
+    return found->row;
+}
+
+uint64_t weft_reg_zc_calls(weft_comm_t *comm)
+{
+    return comm->regs ? weft_reg_zc_count(comm) : 0;
 }

@@ -21,7 +21,7 @@
 #include "weft.h"
 #include "weft/device.h"
 
-#define WEFT_GPU_ABI_VERSION 6
+#define WEFT_GPU_ABI_VERSION 7
 
 /* Capabilities. */
 #define WEFT_CAP_IPC (1ull << 0)         /* peers on the host can map device memory */
@@ -113,6 +113,17 @@ typedef struct weft_gpu_ops {
     weft_status_t (*ipc_import)(weft_gpu_ctx_t *ctx, const uint8_t *blob, uint32_t blob_len, int fd,
                                 size_t size, void **ptr, void **handle);
     weft_status_t (*ipc_close)(weft_gpu_ctx_t *ctx, void *ptr, void *handle);
+    /*
+     * The allocation holding device address @p ptr, whoever made it (weft,
+     * the runtime's malloc, another library): *alloc gets its base, size
+     * and whatever ipc_export needs of it (valid while the allocation
+     * lives), *id a number that differs between two allocations made one
+     * after the other at the same address (CUDA: the driver's buffer id;
+     * host: a memfd allocation's serial). WEFT_ERR_NOT_FOUND, without a log
+     * line: memory this backend cannot share (plain malloc on host);
+     * WEFT_ERR_UNSUPPORTED: memory it knows but cannot export.
+     */
+    weft_status_t (*mem_query)(weft_gpu_ctx_t *ctx, const void *ptr, weft_gpu_alloc_t *alloc, uint64_t *id);
 
     /*
      * Multicast objects (WEFT_CAP_MULTICAST): one buffer per rank, all of

@@ -103,6 +103,12 @@ WEFT_PARAM(FAULT, "WEFT_FAULT", STR, "",
            "coll.launch, coll.wait; actions kill, stop, close, reset, eintr, short, delay[=ms], errno[=NAME])")
 WEFT_PARAM(TOPO_FILE, "WEFT_TOPO_FILE", STR, "",
            "hwloc XML file to take the topology from instead of probing this machine")
+WEFT_PARAM(REG_MIN_BYTES, "WEFT_REG_MIN_BYTES", INT, "1048576",
+           "collectives of at least this many bytes register their unregistered buffers on first use "
+           "(WEFT_REG_CACHE; ncclMemAlloc memory always) so that they can go zero-copy")
+WEFT_PARAM(REG_CACHE, "WEFT_REG_CACHE", INT, "1",
+           "1: buffers of such collectives that are not registered are registered on first use, cached by "
+           "address range and checked against their allocation's identity before each use; 0: they are staged")
 
 #ifdef WEFT_PARAM_RANGE
 WEFT_PARAM_RANGE(INIT_TIMEOUT_MS, 1, 86400000, NUM)
@@ -130,4 +136,6 @@ WEFT_PARAM_RANGE(SAME_DEVICE_SCOPE, 0, 1, NUM)
 WEFT_PARAM_RANGE(NET_SOCKETS, 1, 16, NUM)
 WEFT_PARAM_RANGE(NET_CHUNK_BYTES, 4096, 1L << 28, SIZE)
 WEFT_PARAM_RANGE(IB_GID_INDEX, -1, 255, NUM)
+WEFT_PARAM_RANGE(REG_MIN_BYTES, 0, 1L << 40, SIZE)
+WEFT_PARAM_RANGE(REG_CACHE, 0, 1, NUM)
 #endif

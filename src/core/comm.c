@@ -104,6 +104,7 @@ static void comm_free(weft_comm_t *comm)
     weft_watch_stop(comm->watch);
     weft_comm_net_free(comm);
     weft_ipc_destroy(comm->ipc);
+    weft_reg_table_free(comm);
     if (comm->ctl && comm->gctx)
         comm->gpu->host_free(comm->gctx, comm->ctl);
     free(comm->pair_seq);
@@ -261,9 +262,12 @@ static weft_status_t comm_create(const weft_uid_info_t *uid, int nranks, int ran
         status = WEFT_ERR_NO_MEMORY;
         goto err;
     }
-    if ((comm->caps & WEFT_CAP_IPC_FD) && comm->local_size > 1 &&
+    /* the fd service (memory shared as fds) and the worker that maps the
+     * buffers peers register (weft_reg_share) */
+    if ((comm->caps & WEFT_CAP_IPC) && comm->local_size > 1 &&
         (status = weft_ipc_create(&comm->auth, rank, &comm->ipc)) != WEFT_OK)
         goto err;
+    weft_ipc_set_handler(comm->ipc, weft_reg_serve, comm);
     if ((status = weft_comm_net_choose(comm)) != WEFT_OK)
         goto err;
     /* Everyone's services are up before anyone uses them (the allgather
@@ -642,6 +646,9 @@ weft_status_t weft_comm_check_device(weft_comm_t *comm)
         weft_error(WEFT_SUB_GPU, "rank %d: the proxy could not execute a trigger; device waits gave up", comm->rank);
     else if (code == WEFT_DEV_PEER_LOST)
         weft_error(WEFT_SUB_GPU, "rank %d: the connection to %s failed; device waits gave up", comm->rank, peer);
+    else if (code == WEFT_DEV_STALE_REG)
+        weft_error(WEFT_SUB_GPU, "rank %d: %s published a registered buffer whose mapping here is not the one it "
+                   "registered (a registration dropped while a collective used it?)", comm->rank, peer);
     else
         weft_error(WEFT_SUB_GPU, "rank %d: %s for %s %s", comm->rank, dev_op_name(WEFT_DEV_ERROR_OP(err)), peer,
                    code == WEFT_DEV_TIMEOUT ? "timed out" : "was aborted");

@@ -53,6 +53,10 @@ struct weft_comm {
     struct weft_p2p_ctx *p2p;        /* send/recv links */
     struct weft_window_set *windows; /* registered collective windows */
     struct weft_signal_ctx *signals; /* one-sided signal areas (coll_signal.c) */
+    struct weft_reg_table *regs;     /* buffers mapped from peers (mem.c), created on first use */
+    /* Set by coll_window.c: weft_mem_free(ptr) is about to free the
+     * allocation at @p ptr; its registration cache lets go of it. */
+    void (*mem_freeing)(weft_comm_t *comm, const void *ptr);
     weft_comm_release_fn_t release[WEFT_COMM_MAX_RELEASE];
     int nrelease;
     pthread_mutex_t proxy_lock; /* guards proxies */

@@ -25,6 +25,7 @@ static weft_status_t stub_ipc_import(weft_gpu_ctx_t *c, const uint8_t *b, uint32
     return WEFT_ERR_UNSUPPORTED;
 }
 static weft_status_t stub_ipc_close(weft_gpu_ctx_t *c, void *p, void *h) { (void)c; (void)p; (void)h; return WEFT_ERR_UNSUPPORTED; }
+static weft_status_t stub_mem_query(weft_gpu_ctx_t *c, const void *p, weft_gpu_alloc_t *a, uint64_t *id) { (void)c; (void)p; (void)a; (void)id; return WEFT_ERR_UNSUPPORTED; }
 static weft_status_t stub_mc_create(weft_gpu_ctx_t *c, size_t b, int n, weft_gpu_ipc_export_t *o, void **m) { (void)c; (void)b; (void)n; (void)o; (void)m; return WEFT_ERR_UNSUPPORTED; }
 static weft_status_t stub_mc_import(weft_gpu_ctx_t *c, const uint8_t *b, uint32_t l, int fd, void **m)
 {
@@ -59,7 +60,7 @@ void weft_gpu_ops_complete(weft_gpu_ops_t *dst, const weft_gpu_ops_t *src)
     dst->name = src->name;
     FILL(device_count); FILL(current_device); FILL(init); FILL(fini); FILL(caps); FILL(props);
     FILL(mem_alloc); FILL(mem_free); FILL(host_alloc_mapped); FILL(host_free);
-    FILL(ipc_export); FILL(ipc_import); FILL(ipc_close);
+    FILL(ipc_export); FILL(ipc_import); FILL(ipc_close); FILL(mem_query);
     FILL(mc_create); FILL(mc_import); FILL(mc_add_device); FILL(mc_bind); FILL(mc_release); FILL(dmabuf_export);
     FILL(stream_create); FILL(stream_destroy); FILL(stream_sync); FILL(stream_query); FILL(stream_capturing);
     FILL(event_create); FILL(event_destroy); FILL(event_record); FILL(event_query);

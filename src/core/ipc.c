@@ -39,6 +39,14 @@ struct weft_ipc {
     uint64_t next_id;
     weft_conn_t *conns;
     int nconns;
+    /* the worker (calls): conns handed over by the service thread */
+    pthread_t worker;
+    pthread_mutex_t wlock; /* queue, stop, handler, running */
+    pthread_cond_t wcond;  /* work queued, stop, or a call ended */
+    weft_conn_t *queue;
+    int stop, running, worker_started;
+    weft_ipc_handler_fn_t handler;
+    void *handler_arg;
 };
 
 /* mkdir 0700, or accept an existing directory only if it is ours and
@@ -94,6 +102,80 @@ static void serve(weft_ipc_t *ipc, weft_conn_t *c)
         close(fd);
 }
 
+/* The service thread hands a connection whose call arrived to the worker. */
+static void hand_over(weft_ipc_t *ipc, weft_conn_t *c)
+{
+    c->next = NULL;
+    pthread_mutex_lock(&ipc->wlock);
+    weft_conn_t **tail = &ipc->queue;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = c;
+    pthread_cond_broadcast(&ipc->wcond);
+    pthread_mutex_unlock(&ipc->wlock);
+}
+
+/* Runs one call and answers it; the connection goes afterwards. */
+static void run_call(weft_ipc_t *ipc, weft_conn_t *c)
+{
+    weft_frame_t *f = weft_conn_frame(c);
+    weft_ipc_handler_fn_t fn;
+    void *arg;
+    uint8_t rep[4];
+    weft_status_t status = WEFT_ERR_PROTOCOL;
+
+    pthread_mutex_lock(&ipc->wlock);
+    fn = ipc->handler;
+    arg = ipc->handler_arg;
+    ipc->running = 1;
+    pthread_mutex_unlock(&ipc->wlock);
+    if (f && f->type == WEFT_MSG_IPC_CALL && f->len >= 4)
+        status = fn ? fn(arg, weft_wire_get_u32(f->payload), f->payload + 4, f->len - 4) : WEFT_ERR_UNSUPPORTED;
+    pthread_mutex_lock(&ipc->wlock);
+    ipc->running = 0;
+    pthread_cond_broadcast(&ipc->wcond);
+    pthread_mutex_unlock(&ipc->wlock);
+    if (f)
+        weft_conn_frame_done(c);
+    weft_wire_put_u32(rep, (uint32_t)(int32_t)status);
+    if (weft_conn_queue(c, WEFT_MSG_IPC_ANSWER, rep, sizeof(rep), NULL, 0) == WEFT_OK)
+        weft_conn_wait(c, weft_conn_is_drained, weft_deadline_ms(5000), ipc->stop_fd);
+    weft_conn_free(c);
+}
+
+static void *worker_main(void *arg)
+{
+    weft_ipc_t *ipc = arg;
+    for (;;) {
+        weft_conn_t *c;
+        pthread_mutex_lock(&ipc->wlock);
+        while (!ipc->stop && !ipc->queue)
+            pthread_cond_wait(&ipc->wcond, &ipc->wlock);
+        if (ipc->stop) {
+            pthread_mutex_unlock(&ipc->wlock);
+            break;
+        }
+        c = ipc->queue;
+        ipc->queue = c->next;
+        c->next = NULL;
+        pthread_mutex_unlock(&ipc->wlock);
+        run_call(ipc, c);
+    }
+    return NULL;
+}
+
+void weft_ipc_set_handler(weft_ipc_t *ipc, weft_ipc_handler_fn_t fn, void *arg)
+{
+    if (!ipc)
+        return;
+    pthread_mutex_lock(&ipc->wlock);
+    while (ipc->running)
+        pthread_cond_wait(&ipc->wcond, &ipc->wlock);
+    ipc->handler = fn;
+    ipc->handler_arg = arg;
+    pthread_mutex_unlock(&ipc->wlock);
+}
+
 static void *service_main(void *arg)
 {
     weft_ipc_t *ipc = arg;
@@ -118,7 +200,15 @@ static void *service_main(void *arg)
         for (int i = 2; i < n; i++) {
             weft_conn_t *c = who[i];
             weft_status_t status = weft_conn_progress(c, pfd[i].revents);
-            if (status == WEFT_OK && weft_conn_frame(c))
+            weft_frame_t *f = status == WEFT_OK ? weft_conn_frame(c) : NULL;
+            if (f && f->type == WEFT_MSG_IPC_CALL) {
+                /* the worker answers it, and frees the connection */
+                weft_conn_list_remove(&ipc->conns, c);
+                ipc->nconns--;
+                hand_over(ipc, c);
+                continue;
+            }
+            if (f)
                 serve(ipc, c);
             else if (status == WEFT_OK)
                 continue;
@@ -167,6 +257,8 @@ weft_status_t weft_ipc_create(const weft_auth_t *auth, int rank, weft_ipc_t **ou
     ipc->rank = rank;
     ipc->lfd = ipc->stop_fd = -1;
     pthread_mutex_init(&ipc->lock, NULL);
+    pthread_mutex_init(&ipc->wlock, NULL);
+    pthread_cond_init(&ipc->wcond, NULL);
     if (!base || !*base)
         base = getenv("XDG_RUNTIME_DIR");
     if (!base || !*base || access(base, W_OK) != 0)
@@ -200,13 +292,25 @@ weft_status_t weft_ipc_create(const weft_auth_t *auth, int rank, weft_ipc_t **ou
         status = WEFT_ERR_SYSTEM;
         goto err_unlink;
     }
-    if ((rc = pthread_create(&ipc->thread, NULL, service_main, ipc)) != 0) {
-        weft_error(WEFT_SUB_IPC, "ipc: cannot start the service thread: %s", strerror(rc));
+    if ((rc = pthread_create(&ipc->worker, NULL, worker_main, ipc)) != 0) {
+        weft_error(WEFT_SUB_IPC, "ipc: cannot start the worker thread: %s", strerror(rc));
         status = WEFT_ERR_SYSTEM;
         goto err_unlink;
     }
+    ipc->worker_started = 1;
+    if ((rc = pthread_create(&ipc->thread, NULL, service_main, ipc)) != 0) {
+        weft_error(WEFT_SUB_IPC, "ipc: cannot start the service thread: %s", strerror(rc));
+        status = WEFT_ERR_SYSTEM;
+        goto err_worker;
+    }
     *out = ipc;
     return WEFT_OK;
+err_worker:
+    pthread_mutex_lock(&ipc->wlock);
+    ipc->stop = 1;
+    pthread_cond_broadcast(&ipc->wcond);
+    pthread_mutex_unlock(&ipc->wlock);
+    pthread_join(ipc->worker, NULL);
 err_unlink:
     unlink(ipc->path);
 err:
@@ -215,6 +319,8 @@ err:
     if (ipc->stop_fd >= 0)
         close(ipc->stop_fd);
     pthread_mutex_destroy(&ipc->lock);
+    pthread_mutex_destroy(&ipc->wlock);
+    pthread_cond_destroy(&ipc->wcond);
     free(ipc);
     return status;
 }
@@ -227,6 +333,13 @@ void weft_ipc_destroy(weft_ipc_t *ipc)
     if (write(ipc->stop_fd, &one, sizeof(one)) < 0)
         weft_warn(WEFT_SUB_IPC, "ipc: cannot wake the service thread: %s", strerror(errno));
     pthread_join(ipc->thread, NULL);
+    /* the stop fd is readable now: a call's answer being sent gives up */
+    pthread_mutex_lock(&ipc->wlock);
+    ipc->stop = 1;
+    pthread_cond_broadcast(&ipc->wcond);
+    pthread_mutex_unlock(&ipc->wlock);
+    pthread_join(ipc->worker, NULL);
+    weft_conn_list_free(&ipc->queue);
     weft_conn_list_free(&ipc->conns);
     close(ipc->lfd);
     close(ipc->stop_fd);
@@ -239,6 +352,8 @@ void weft_ipc_destroy(weft_ipc_t *ipc)
         free(e);
     }
     pthread_mutex_destroy(&ipc->lock);
+    pthread_mutex_destroy(&ipc->wlock);
+    pthread_cond_destroy(&ipc->wcond);
     memset(&ipc->auth, 0, sizeof(ipc->auth));
     free(ipc);
 }
@@ -332,4 +447,56 @@ weft_status_t weft_ipc_fetch(weft_ipc_t *ipc, int peer, uint64_t id, int timeout
     }
     *fd_out = got;
     return WEFT_OK;
+}
+
+weft_status_t weft_ipc_call(weft_ipc_t *ipc, int peer, uint32_t kind, const void *body, size_t len, int timeout_ms)
+{
+    struct sockaddr_un sun;
+    uint64_t deadline = weft_deadline_ms(timeout_ms);
+    uint8_t msg[4 + WEFT_IPC_CALL_MAX];
+    weft_conn_t *c;
+    weft_frame_t *f;
+    weft_status_t status;
+    char name[32];
+    int fd;
+
+    if (!ipc || len > WEFT_IPC_CALL_MAX || (!body && len))
+        return WEFT_ERR_INVALID_ARGUMENT;
+    memset(&sun, 0, sizeof(sun));
+    sun.sun_family = AF_UNIX;
+    if (!sock_path(ipc, peer, sun.sun_path, sizeof(sun.sun_path))) {
+        weft_error(WEFT_SUB_IPC, "ipc: the socket path of rank %d is too long", peer);
+        return WEFT_ERR_SYSTEM;
+    }
+    if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
+        weft_error(WEFT_SUB_IPC, "ipc: socket failed: %s", strerror(errno));
+        return WEFT_ERR_SYSTEM;
+    }
+    if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
+        weft_error(WEFT_SUB_IPC, "ipc: cannot reach rank %d at %s: %s", peer, sun.sun_path, strerror(errno));
+        close(fd);
+        return WEFT_ERR_REMOTE;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    snprintf(name, sizeof(name), "rank %d (ipc)", peer);
+    if (!(c = weft_conn_new_client(fd, &ipc->auth, WEFT_PURPOSE_IPC, NULL, name, 1)))
+        return WEFT_ERR_NO_MEMORY;
+    weft_wire_put_u32(msg, kind);
+    if (len)
+        memcpy(msg + 4, body, len);
+    weft_conn_queue(c, WEFT_MSG_IPC_CALL, msg, 4 + len, NULL, 0);
+    status = weft_conn_wait(c, weft_conn_has_frame, deadline, -1);
+    if (status == WEFT_OK) {
+        f = weft_conn_frame(c);
+        if (f->type != WEFT_MSG_IPC_ANSWER || f->len != 4)
+            status = WEFT_ERR_PROTOCOL;
+        else
+            status = (weft_status_t)(int32_t)weft_wire_get_u32(f->payload);
+        weft_conn_frame_done(c);
+    } else {
+        weft_error(WEFT_SUB_IPC, "ipc: call %u to rank %d failed: %s", (unsigned)kind, peer,
+                   weft_status_string(status));
+    }
+    weft_conn_free(c);
+    return status;
 }

@@ -16,6 +16,7 @@
 #include "util.h"
 #include "wire.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -23,6 +24,113 @@
 #define MEM_MAGIC 0x4d544657u /* "WFTM" */
 #define MEM_VERSION 1
 
+/*
+ * The process's shareable allocator (weft_mem_alloc_shareable): memory of
+ * a backend's device that any later communicator on that backend can
+ * register and export, without a communicator of its own (ncclMemAlloc).
+ * One backend context per (backend, device), kept for the process's life.
+ */
+#define SHARED_MAX_CTX 64
+typedef struct shared_alloc {
+    struct shared_alloc *next;
+    const weft_gpu_ops_t *gpu;
+    weft_gpu_ctx_t *ctx;
+    weft_gpu_alloc_t a;
+    uint64_t id;
+} shared_alloc_t;
+
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+static shared_alloc_t *shared_allocs;
+static struct {
+    const weft_gpu_ops_t *gpu;
+    int device;
+    weft_gpu_ctx_t *ctx;
+} shared_ctx[SHARED_MAX_CTX];
+/* ids of weft's own allocations; the backend's ids (mem_query) stay below */
+static uint64_t shared_next_id = 1ull << 62;
+
+static weft_status_t shared_context(const weft_gpu_ops_t *gpu, int device, weft_gpu_ctx_t **ctx)
+{
+    weft_status_t status;
+    int i;
+    for (i = 0; i < SHARED_MAX_CTX && shared_ctx[i].gpu; i++)
+        if (shared_ctx[i].gpu == gpu && shared_ctx[i].device == device) {
+            *ctx = shared_ctx[i].ctx;
+            return WEFT_OK;
+        }
+    if (i == SHARED_MAX_CTX) {
+        weft_error(WEFT_SUB_MEM, "shareable allocator: more than %d devices", SHARED_MAX_CTX);
+        return WEFT_ERR_NO_MEMORY;
+    }
+    if ((status = gpu->init(device, ctx)) != WEFT_OK)
+        return status;
+    shared_ctx[i].gpu = gpu;
+    shared_ctx[i].device = device;
+    shared_ctx[i].ctx = *ctx;
+    return WEFT_OK;
+}
+
+weft_status_t weft_mem_alloc_shareable(const char *backend, size_t bytes, void **ptr)
+{
+    const weft_gpu_ops_t *gpu;
+    shared_alloc_t *s;
+    weft_gpu_ctx_t *ctx;
+    weft_status_t status;
+    int device = 0;
+
+    if (!backend || !ptr || bytes == 0)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    if (!(gpu = weft_gpu_find(backend))) {
+        weft_error_note("weft_mem_alloc_shareable: this build has no backend \"%s\"", backend);
+        return WEFT_ERR_NOT_FOUND;
+    }
+    /* the device the caller's runtime has current, as the NCCL API expects */
+    if (gpu->current_device(&device) != WEFT_OK)
+        device = 0;
+    if (!(s = calloc(1, sizeof(*s))))
+        return WEFT_ERR_NO_MEMORY;
+    pthread_mutex_lock(&shared_lock);
+    status = shared_context(gpu, device, &ctx);
+    if (status == WEFT_OK)
+        status = gpu->mem_alloc(ctx, bytes, 0, &s->a);
+    if (status != WEFT_OK) {
+        pthread_mutex_unlock(&shared_lock);
+        free(s);
+        return status;
+    }
+    s->gpu = gpu;
+    s->ctx = ctx;
+    s->id = shared_next_id++;
+    s->next = shared_allocs;
+    shared_allocs = s;
+    pthread_mutex_unlock(&shared_lock);
+    *ptr = s->a.ptr;
+    return WEFT_OK;
+}
+
+weft_status_t weft_mem_free_shareable(void *ptr)
+{
+    shared_alloc_t *s = NULL;
+    weft_status_t status;
+    if (!ptr)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&shared_lock);
+    for (shared_alloc_t **p = &shared_allocs; *p; p = &(*p)->next)
+        if ((*p)->a.ptr == ptr) {
+            s = *p;
+            *p = s->next;
+            break;
+        }
+    pthread_mutex_unlock(&shared_lock);
+    if (!s) {
+        weft_error_note("weft_mem_free_shareable(%p): not allocated by weft_mem_alloc_shareable (or freed already)",
+                        ptr);
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    status = s->gpu->mem_free(s->ctx, &s->a);
+    free(s);
+    return status;
+}
 
 static const unsigned net_bits[WEFT_NET_COUNT] = {WEFT_TRANSPORT_ETHERNET, WEFT_TRANSPORT_IB};
 
@@ -85,6 +193,47 @@ static weft_alloc_rec_t *find_alloc(weft_comm_t *comm, const void *ptr, size_t b
     return end_of;
 }
 
+weft_status_t weft_mem_identify(weft_comm_t *comm, const void *ptr, size_t bytes, weft_gpu_alloc_t *alloc,
+                                uint64_t *id)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    weft_alloc_rec_t *a;
+    weft_status_t status = WEFT_ERR_NOT_FOUND;
+    uint64_t bid;
+    weft_gpu_alloc_t found;
+
+    if ((a = find_alloc(comm, ptr, bytes)) != NULL) {
+        *alloc = a->a;
+        /* the backend's identity where it has one (a record's address may
+         * come back for the next allocation) */
+        if (comm->gpu->mem_query(comm->gctx, ptr, &found, &bid) == WEFT_OK && found.ptr == a->a.ptr)
+            *id = bid;
+        else
+            *id = (uint64_t)(uintptr_t)a;
+        return WEFT_OK;
+    }
+    pthread_mutex_lock(&shared_lock);
+    for (shared_alloc_t *s = shared_allocs; s; s = s->next) {
+        uintptr_t base = (uintptr_t)s->a.ptr;
+        if (s->gpu == comm->gpu && p >= base && p - base <= s->a.size && bytes <= s->a.size - (p - base)) {
+            *alloc = s->a;
+            *id = s->id;
+            status = WEFT_OK;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&shared_lock);
+    if (status == WEFT_OK)
+        return status;
+    if ((status = comm->gpu->mem_query(comm->gctx, ptr, &found, &bid)) != WEFT_OK)
+        return status;
+    if (p - (uintptr_t)found.ptr > found.size || bytes > found.size - (p - (uintptr_t)found.ptr))
+        return WEFT_ERR_NOT_FOUND; /* runs past its allocation */
+    *alloc = found;
+    *id = bid;
+    return WEFT_OK;
+}
+
 weft_status_t weft_mem_alloc(weft_comm_t *comm, size_t bytes, void **ptr)
 {
     return weft_mem_alloc_flags(comm, bytes, 0, ptr);
@@ -119,8 +268,12 @@ weft_status_t weft_mem_alloc_flags(weft_comm_t *comm, size_t bytes, unsigned fla
 weft_status_t weft_mem_free(weft_comm_t *comm, void *ptr)
 {
     weft_status_t status;
+    void (*freeing)(weft_comm_t *, const void *);
     if (!comm || !ptr)
         return WEFT_ERR_INVALID_ARGUMENT;
+    /* registrations made on first use are weft's business, not the caller's */
+    if ((freeing = __atomic_load_n(&comm->mem_freeing, __ATOMIC_ACQUIRE)) != NULL)
+        freeing(comm, ptr);
     if ((status = weft_comm_enter(comm)) != WEFT_OK)
         return status;
     for (weft_alloc_rec_t **p = &comm->allocs; *p; p = &(*p)->next) {
@@ -182,9 +335,25 @@ weft_status_t weft_mem_register(weft_comm_t *comm, void *ptr, size_t bytes, unsi
         return status;
     a = find_alloc(comm, ptr, bytes);
     if ((transports & WEFT_TRANSPORT_IPC) && !a) {
-        weft_error(WEFT_SUB_MEM, "weft_mem_register(%p, %zu): IPC needs memory from weft_mem_alloc", ptr, bytes);
-        weft_comm_leave(comm);
-        return WEFT_ERR_INVALID_ARGUMENT;
+        /* memory weft's communicator did not allocate: the allocation
+         * behind it is exported, and the offset carried */
+        weft_gpu_alloc_t found;
+        uint64_t id;
+        status = bytes ? weft_mem_identify(comm, ptr, bytes, &found, &id) : WEFT_ERR_NOT_FOUND;
+        if (status != WEFT_OK) {
+            weft_error(WEFT_SUB_MEM, "weft_mem_register(%p, %zu): backend %s cannot share this memory with other "
+                       "processes (%s)", ptr, bytes, comm->gpu->name,
+                       status == WEFT_ERR_NOT_FOUND ? "not device memory it knows, e.g. plain malloc"
+                                                    : weft_status_string(status));
+            weft_comm_leave(comm);
+            return status == WEFT_ERR_NOT_FOUND ? WEFT_ERR_INVALID_ARGUMENT : status;
+        }
+        if (!(a = calloc(1, sizeof(*a)))) {
+            weft_comm_leave(comm);
+            return WEFT_ERR_NO_MEMORY;
+        }
+        a->a = found;
+        a->borrowed = 1;
     }
     if ((transports & WEFT_TRANSPORT_IPC) && !(comm->caps & WEFT_CAP_IPC)) {
         weft_error(WEFT_SUB_MEM, "backend %s cannot share memory between processes", comm->gpu->name);
@@ -193,10 +362,14 @@ weft_status_t weft_mem_register(weft_comm_t *comm, void *ptr, size_t bytes, unsi
     }
     m = calloc(1, sizeof(*m));
     if (!m) {
+        if (a && a->borrowed)
+            free(a);
         weft_comm_leave(comm);
         return WEFT_ERR_NO_MEMORY;
     }
     if ((transports & WEFT_TRANSPORT_IPC) && (status = ensure_exported(comm, a)) != WEFT_OK) {
+        if (a->borrowed)
+            free(a);
         free(m);
         weft_comm_leave(comm);
         return status;
@@ -215,26 +388,25 @@ weft_status_t weft_mem_register(weft_comm_t *comm, void *ptr, size_t bytes, unsi
             a->exported = 0;
             a->export_id = 0;
         }
+        if (a && a->borrowed)
+            free(a);
         free(m);
         weft_comm_leave(comm);
         return status;
     }
     if (a)
         a->nregs++;
-    comm->nmems++;
+    __atomic_add_fetch(&comm->nmems, 1, __ATOMIC_RELAXED);
     *out = m;
     weft_comm_leave(comm);
     return WEFT_OK;
 }
 
-weft_status_t weft_mem_deregister(weft_mem_t *m)
+/* Releases @p m; the caller holds the communicator's lock, or (imports)
+ * needs none: an import touches only its own mapping. */
+static void mem_release(weft_mem_t *m)
 {
-    weft_comm_t *comm;
-    if (!m)
-        return WEFT_ERR_INVALID_ARGUMENT;
-    comm = m->comm;
-    /* Deregistering is allowed after abort: it only releases resources. */
-    pthread_mutex_lock(&comm->lock);
+    weft_comm_t *comm = m->comm;
     if (m->imported) {
         if (m->map_base)
             comm->gpu->ipc_close(comm->gctx, m->map_base, m->map_handle);
@@ -247,9 +419,22 @@ weft_status_t weft_mem_deregister(weft_mem_t *m)
         m->alloc->exported = 0;
         m->alloc->export_id = 0;
     }
-    comm->nmems--;
-    pthread_mutex_unlock(&comm->lock);
+    if (!m->imported && m->alloc && m->alloc->borrowed)
+        free(m->alloc);
+    __atomic_sub_fetch(&comm->nmems, 1, __ATOMIC_RELAXED);
     free(m);
+}
+
+weft_status_t weft_mem_deregister(weft_mem_t *m)
+{
+    weft_comm_t *comm;
+    if (!m)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    comm = m->comm;
+    /* Deregistering is allowed after abort: it only releases resources. */
+    pthread_mutex_lock(&comm->lock);
+    mem_release(m);
+    pthread_mutex_unlock(&comm->lock);
     return WEFT_OK;
 }
 
@@ -298,13 +483,15 @@ weft_status_t weft_mem_serialize(const weft_mem_t *m, weft_mem_handle_t *handle)
     return WEFT_OK;
 }
 
-weft_status_t weft_mem_deserialize(weft_comm_t *comm, const weft_mem_handle_t *handle, weft_mem_t **out)
+/* weft_mem_deserialize's work. It needs no lock of the communicator: the
+ * registration table's worker imports without one (weft_reg_serve). */
+static weft_status_t mem_import(weft_comm_t *comm, const weft_mem_handle_t *handle, weft_mem_t **out)
 {
     const uint8_t *h;
     uint8_t digest[32];
     static const uint8_t zero[20];
     weft_mem_t *m;
-    weft_status_t status;
+    weft_status_t status = WEFT_ERR_INVALID_ARGUMENT;
     uint32_t owner, blob_len;
     uint64_t size, offset, alloc_size, export_id, end;
 
@@ -342,13 +529,9 @@ weft_status_t weft_mem_deserialize(weft_comm_t *comm, const weft_mem_handle_t *h
                         comm->rank);
         return WEFT_ERR_INVALID_ARGUMENT;
     }
-    if ((status = weft_comm_enter(comm)) != WEFT_OK)
-        return status;
     m = calloc(1, sizeof(*m));
-    if (!m) {
-        weft_comm_leave(comm);
+    if (!m)
         return WEFT_ERR_NO_MEMORY;
-    }
     m->comm = comm;
     m->owner = (int)owner;
     m->imported = 1;
@@ -372,12 +555,22 @@ weft_status_t weft_mem_deserialize(weft_comm_t *comm, const weft_mem_handle_t *h
             goto err;
         m->ptr = (char *)m->map_base + offset;
     }
-    comm->nmems++;
+    __atomic_add_fetch(&comm->nmems, 1, __ATOMIC_RELAXED);
     *out = m;
-    weft_comm_leave(comm);
     return WEFT_OK;
 err:
     free(m);
+    return status;
+}
+
+weft_status_t weft_mem_deserialize(weft_comm_t *comm, const weft_mem_handle_t *handle, weft_mem_t **out)
+{
+    weft_status_t status;
+    if (!comm || !handle || !out)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    if ((status = weft_comm_enter(comm)) != WEFT_OK)
+        return status;
+    status = mem_import(comm, handle, out);
     weft_comm_leave(comm);
     return status;
 }
@@ -433,4 +626,279 @@ weft_status_t weft_mem_exchange(weft_comm_t *comm, weft_mem_t *local, weft_mem_t
             status = weft_mem_deserialize(comm, &h[p], &remote[p]);
     free(h);
     return status;
+}
+
+/* ---- the registration table (mem.h) ---- */
+
+#define REG_SHARE 1u /* u32 row | u32 0 | u64 gen | memory handle */
+#define REG_DROP 2u  /* u32 row | u32 owner | u64 gen */
+#define REG_BODY_HDR 16
+
+struct weft_reg_table {
+    pthread_mutex_t lock;  /* everything below */
+    weft_gpu_alloc_t dev;  /* the device table (mem.h) */
+    weft_mem_t **imp;      /* [WEFT_REG_ROWS * nranks]: peers' buffers imported here */
+    uint64_t *gen;         /* [WEFT_REG_ROWS * nranks]: host copy of the generations */
+    int own[WEFT_REG_ROWS]; /* this rank's registration rows in use */
+    uint64_t next_gen;
+};
+
+/* Creating the table races between the user's threads and the IPC worker. */
+static pthread_mutex_t reg_create_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t reg_cells(const weft_comm_t *comm)
+{
+    return (size_t)WEFT_REG_ROWS * (size_t)comm->nranks;
+}
+
+static struct weft_reg_table *reg_get(weft_comm_t *comm)
+{
+    struct weft_reg_table *t = __atomic_load_n(&comm->regs, __ATOMIC_ACQUIRE);
+    size_t cells = reg_cells(comm);
+    if (t)
+        return t;
+    pthread_mutex_lock(&reg_create_lock);
+    if ((t = comm->regs) == NULL && (t = calloc(1, sizeof(*t))) != NULL) {
+        t->imp = calloc(cells, sizeof(*t->imp));
+        t->gen = calloc(cells, sizeof(*t->gen));
+        if (!t->imp || !t->gen ||
+            comm->gpu->mem_alloc(comm->gctx, cells * (sizeof(char *) + sizeof(uint64_t)) + sizeof(uint64_t), 0,
+                                 &t->dev) != WEFT_OK) {
+            free(t->imp);
+            free(t->gen);
+            free(t);
+            t = NULL;
+        } else {
+            pthread_mutex_init(&t->lock, NULL);
+            /* release: pairs with the acquire above */
+            __atomic_store_n(&comm->regs, t, __ATOMIC_RELEASE);
+        }
+    }
+    pthread_mutex_unlock(&reg_create_lock);
+    return t;
+}
+
+void *weft_reg_table(weft_comm_t *comm)
+{
+    struct weft_reg_table *t = reg_get(comm);
+    return t ? t->dev.ptr : NULL;
+}
+
+/* Writes a cell, generation last (table lock held). */
+static weft_status_t cell_write(weft_comm_t *comm, struct weft_reg_table *t, size_t cell, void *ptr, uint64_t gen)
+{
+    char **ptrs = (char **)t->dev.ptr;
+    uint64_t *gens = (uint64_t *)(ptrs + reg_cells(comm));
+    weft_status_t status = WEFT_OK;
+    if (comm->caps & WEFT_CAP_CPU_ACCESS) {
+        /* kernels on CPU threads may read other cells meanwhile: stores
+         * they can read without a race (relaxed: the order that matters,
+         * this write before the owner publishes the cell, runs through our
+         * answer to the owner and the kernels' first barrier) */
+        __atomic_store_n((uint64_t *)&ptrs[cell], (uint64_t)(uintptr_t)ptr, __ATOMIC_RELAXED);
+        __atomic_store_n(&gens[cell], gen, __ATOMIC_RELEASE);
+    } else {
+        status = weft_comm_to_device(comm, &ptrs[cell], &ptr, sizeof(ptr));
+        if (status == WEFT_OK)
+            status = weft_comm_to_device(comm, &gens[cell], &gen, sizeof(gen));
+    }
+    if (status == WEFT_OK)
+        t->gen[cell] = gen;
+    return status;
+}
+
+weft_status_t weft_reg_set_cell(weft_comm_t *comm, int row, int owner, void *ptr, uint64_t gen)
+{
+    struct weft_reg_table *t = reg_get(comm);
+    weft_status_t status;
+    if (!t)
+        return WEFT_ERR_NO_MEMORY;
+    if (row < 0 || row >= WEFT_REG_ROWS || owner < 0 || owner >= comm->nranks)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&t->lock);
+    status = cell_write(comm, t, (size_t)row * (size_t)comm->nranks + (size_t)owner, ptr, gen);
+    pthread_mutex_unlock(&t->lock);
+    return status;
+}
+
+/* Drops the import in @p cell, if any (table lock held). */
+static void cell_drop(weft_comm_t *comm, struct weft_reg_table *t, size_t cell)
+{
+    cell_write(comm, t, cell, NULL, 0);
+    if (t->imp[cell]) {
+        mem_release(t->imp[cell]);
+        t->imp[cell] = NULL;
+    }
+}
+
+static void put_body(uint8_t *b, int row, int owner, uint64_t gen)
+{
+    weft_wire_put_u32(b, (uint32_t)row);
+    weft_wire_put_u32(b + 4, (uint32_t)owner);
+    weft_wire_put_u64(b + 8, gen);
+}
+
+/* Pushes a drop of (@p row, @p gen) to peers [0, @p upto) but us. */
+static void push_drop(weft_comm_t *comm, int row, uint64_t gen, int upto)
+{
+    uint8_t body[REG_BODY_HDR];
+    put_body(body, row, comm->rank, gen);
+    for (int p = 0; p < upto; p++)
+        if (p != comm->rank)
+            weft_ipc_call(comm->ipc, p, REG_DROP, body, sizeof(body), comm->op_timeout_ms);
+}
+
+weft_status_t weft_reg_share(weft_comm_t *comm, weft_mem_t *m, int *row_out, uint64_t *gen_out)
+{
+    struct weft_reg_table *t = reg_get(comm);
+    uint8_t body[REG_BODY_HDR + WEFT_MEM_HANDLE_BYTES];
+    weft_mem_handle_t h;
+    weft_status_t status;
+    uint64_t gen = 0;
+    int row = -1, p;
+
+    if (!t)
+        return WEFT_ERR_NO_MEMORY;
+    if (comm->nranks > 1 && !comm->ipc)
+        return WEFT_ERR_UNSUPPORTED;
+    if ((status = weft_mem_serialize(m, &h)) != WEFT_OK)
+        return status;
+    pthread_mutex_lock(&t->lock);
+    for (int r = WEFT_REG_WINDOW_ROWS; r < WEFT_REG_ROWS && row < 0; r++)
+        if (!t->own[r])
+            row = r;
+    if (row >= 0) {
+        t->own[row] = 1;
+        gen = ++t->next_gen;
+        status = cell_write(comm, t, (size_t)row * (size_t)comm->nranks + (size_t)comm->rank, m->ptr, gen);
+        if (status != WEFT_OK)
+            t->own[row] = 0;
+    }
+    pthread_mutex_unlock(&t->lock);
+    if (row < 0) {
+        weft_info(WEFT_SUB_MEM, "rank %d: %d registered buffers in use; this one is staged", comm->rank,
+                  WEFT_REG_ROWS - WEFT_REG_WINDOW_ROWS);
+        return WEFT_ERR_NO_MEMORY;
+    }
+    if (status != WEFT_OK)
+        return status;
+    put_body(body, row, comm->rank, gen);
+    memcpy(body + REG_BODY_HDR, h.internal, WEFT_MEM_HANDLE_BYTES);
+    /* Each peer's worker maps it and answers: never its user threads. */
+    for (p = 0; p < comm->nranks && status == WEFT_OK; p++)
+        if (p != comm->rank && (status = weft_ipc_call(comm->ipc, p, REG_SHARE, body, sizeof(body),
+                                                       comm->op_timeout_ms)) != WEFT_OK)
+            weft_warn(WEFT_SUB_MEM, "rank %d: rank %d could not map registered buffer %p (%s); collectives on it "
+                      "are staged", comm->rank, p, m->ptr, weft_status_string(status));
+    if (status != WEFT_OK) {
+        push_drop(comm, row, gen, p);
+        pthread_mutex_lock(&t->lock);
+        cell_write(comm, t, (size_t)row * (size_t)comm->nranks + (size_t)comm->rank, NULL, 0);
+        t->own[row] = 0;
+        pthread_mutex_unlock(&t->lock);
+        return status;
+    }
+    *row_out = row;
+    *gen_out = gen;
+    return WEFT_OK;
+}
+
+weft_status_t weft_reg_unshare(weft_comm_t *comm, int row, uint64_t gen, int tell)
+{
+    struct weft_reg_table *t = comm->regs;
+    if (!t || row < WEFT_REG_WINDOW_ROWS || row >= WEFT_REG_ROWS)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    if (tell)
+        push_drop(comm, row, gen, comm->nranks);
+    pthread_mutex_lock(&t->lock);
+    cell_write(comm, t, (size_t)row * (size_t)comm->nranks + (size_t)comm->rank, NULL, 0);
+    t->own[row] = 0;
+    pthread_mutex_unlock(&t->lock);
+    return WEFT_OK;
+}
+
+weft_status_t weft_reg_serve(void *arg, uint32_t kind, const uint8_t *body, size_t len)
+{
+    weft_comm_t *comm = arg;
+    struct weft_reg_table *t;
+    weft_mem_handle_t h;
+    weft_mem_t *m = NULL;
+    weft_status_t status;
+    uint32_t row, owner;
+    uint64_t gen;
+    size_t cell;
+
+    if (len < REG_BODY_HDR || (kind == REG_SHARE && len != REG_BODY_HDR + WEFT_MEM_HANDLE_BYTES) ||
+        (kind != REG_SHARE && kind != REG_DROP))
+        return WEFT_ERR_PROTOCOL;
+    row = weft_wire_get_u32(body);
+    owner = weft_wire_get_u32(body + 4);
+    gen = weft_wire_get_u64(body + 8);
+    if (row < WEFT_REG_WINDOW_ROWS || row >= WEFT_REG_ROWS || owner >= (uint32_t)comm->nranks ||
+        (int)owner == comm->rank || gen == 0)
+        return WEFT_ERR_PROTOCOL;
+    if (__atomic_load_n(&comm->aborted, __ATOMIC_ACQUIRE))
+        return WEFT_ERR_ABORTED;
+    if (!(t = reg_get(comm)))
+        return WEFT_ERR_NO_MEMORY;
+    cell = (size_t)row * (size_t)comm->nranks + owner;
+    if (kind == REG_DROP) {
+        pthread_mutex_lock(&t->lock);
+        if (t->gen[cell] == gen)
+            cell_drop(comm, t, cell);
+        pthread_mutex_unlock(&t->lock);
+        return WEFT_OK;
+    }
+    memcpy(h.internal, body + REG_BODY_HDR, WEFT_MEM_HANDLE_BYTES);
+    /* the import fetches the fd from the owner's fd service, not its worker */
+    if ((status = mem_import(comm, &h, &m)) != WEFT_OK)
+        return status;
+    if (m->owner != (int)owner || !m->ptr) {
+        status = m->owner != (int)owner ? WEFT_ERR_PROTOCOL : WEFT_ERR_UNSUPPORTED;
+        mem_release(m);
+        return status;
+    }
+    pthread_mutex_lock(&t->lock);
+    cell_drop(comm, t, cell); /* a previous tenant the owner let go of without telling us */
+    if ((status = cell_write(comm, t, cell, m->ptr, gen)) == WEFT_OK)
+        t->imp[cell] = m;
+    pthread_mutex_unlock(&t->lock);
+    if (status != WEFT_OK)
+        mem_release(m);
+    return status;
+}
+
+uint64_t weft_reg_zc_count(weft_comm_t *comm)
+{
+    struct weft_reg_table *t = __atomic_load_n(&comm->regs, __ATOMIC_ACQUIRE);
+    uint64_t n = 0;
+    weft_gpu_stream_t *s;
+    const uint64_t *count;
+    if (!t)
+        return 0;
+    count = (const uint64_t *)((char **)t->dev.ptr + reg_cells(comm)) + reg_cells(comm);
+    if (comm->caps & WEFT_CAP_CPU_ACCESS)
+        return __atomic_load_n(count, __ATOMIC_ACQUIRE);
+    if (comm->gpu->stream_create(comm->gctx, &s) == WEFT_OK) {
+        if (comm->gpu->memcpy_async(comm->gctx, &n, count, sizeof(n), s) == WEFT_OK)
+            comm->gpu->stream_sync(comm->gctx, s);
+        comm->gpu->stream_destroy(comm->gctx, s);
+    }
+    return n;
+}
+
+void weft_reg_table_free(weft_comm_t *comm)
+{
+    struct weft_reg_table *t = comm->regs;
+    if (!t)
+        return;
+    for (size_t c = 0; c < reg_cells(comm); c++)
+        if (t->imp[c])
+            mem_release(t->imp[c]);
+    comm->gpu->mem_free(comm->gctx, &t->dev);
+    pthread_mutex_destroy(&t->lock);
+    free(t->imp);
+    free(t->gen);
+    free(t);
+    comm->regs = NULL;
 }

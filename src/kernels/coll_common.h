@@ -83,15 +83,22 @@ typedef struct {
     uint32_t bsync_stride;               /* words per block in the per-block sync area: nranks + 1 */
     uint64_t bsync_off;                  /* byte offset of that area in every rank's packet buffer */
     const weft_switch_channel_dev_t *sc; /* the switch channel's handle (coll_switch.h), device memory */
-    /* Windows (weft_comm_window_register), for the zero-copy allreduce */
-    char *const *win;  /* [WEFT_COLL_MAX_WINDOWS * nranks]: slot w's buffer of rank p, mapped here */
-    int32_t in_win, out_win; /* this rank's input and output window slots, -1: not in a window */
-    uint64_t in_off, out_off; /* their offsets in those windows */
+    /* Windows (weft_comm_window_register) and registered buffers
+     * (weft_comm_register, the registration cache), for the zero-copy
+     * bodies: the registration table of src/core/mem.h */
+    char *const *win;  /* [WEFT_COLL_MAX_ROWS * nranks]: row w's buffer of rank p, mapped here; then the
+                          rows' generations, uint64_t [WEFT_COLL_MAX_ROWS * nranks]; then the zero-copy count */
+    int32_t in_win, out_win; /* this rank's input and output rows, -1: not registered */
+    uint64_t in_off, out_off; /* their offsets in those rows' buffers */
     uint64_t winfo_off;       /* per-block rows of 4 words in every rank's packet buffer (weft_coll_zc_agree) */
+    uint64_t in_gen, out_gen; /* the rows' generations (0: windows) */
 } weft_coll_args_t;
 
-/* Most windows a communicator has registered at once. */
+/* Most windows a communicator has registered at once: rows [0, 32) of the
+ * table; each rank's registrations take rows [32, 64). The same numbers as
+ * WEFT_REG_WINDOW_ROWS and WEFT_REG_ROWS (src/core/mem.h). */
 #define WEFT_COLL_MAX_WINDOWS 32
+#define WEFT_COLL_MAX_ROWS 64
 
 /* Upper bound of blocks per launch for the team-per-block bodies (the
  * per-block sync area has this many rows). */
@@ -428,30 +435,65 @@ WEFT_DEVICE void weft_coll_packet_done(const weft_kctx_t *k, const weft_coll_arg
 
 /*
  * Zero-copy agreement. Each team publishes, in its row of its own packet
- * buffer, whether this rank's input and output lie in windows (slot + 1;
- * 0: not) and at which offsets; the first barrier orders the row before
- * the peers read it, so every rank then sees the same rows and takes the
- * same path. The next call rewrites the row only after this call's last
- * barrier, which every peer passes after reading it. @p need_out: the
- * body writes peers' outputs (allreduce), not only reads their inputs.
- * Returns 1 if this rank published windows.
+ * buffer, whether this rank's input and output are registered (row + 1 in
+ * the low 16 bits and the row's generation above them; 0: not) and at
+ * which offsets; the first barrier orders the row before the peers read
+ * it, so every rank then sees the same rows and takes the same path: the
+ * decision depends only on published values. A registration's cell is
+ * filled on every rank before its owner can publish it (src/core/mem.h),
+ * so each rank finds the generation published in its own table; one that
+ * does not is a broken protocol, recorded as an error. The next call
+ * rewrites the row only after this call's last barrier, which every peer
+ * passes after reading it. @p need_out: the body writes peers' outputs
+ * (allreduce), not only reads their inputs. Returns 1 if this rank
+ * published registered buffers.
  */
 WEFT_DEVICE int weft_coll_zc_publish(const weft_kctx_t *k, const weft_coll_args_t *a, int need_out)
 {
     int mine = a->win && a->in_win >= 0 && (!need_out || a->out_win >= 0) && a->nranks <= WEFT_COLL_MAX_FAN;
     if (k->thread == 0) {
         uint64_t *row = (uint64_t *)(a->pkt + a->winfo_off) + 4 * (uint64_t)k->block;
-        weft_store_relaxed_u64(&row[0], mine ? (uint64_t)a->in_win + 1 : 0);
+        weft_store_relaxed_u64(&row[0], mine ? ((uint64_t)a->in_win + 1) | a->in_gen << 16 : 0);
         weft_store_relaxed_u64(&row[1], a->in_off);
-        weft_store_relaxed_u64(&row[2], mine && a->out_win >= 0 ? (uint64_t)a->out_win + 1 : 0);
+        weft_store_relaxed_u64(&row[2], mine && a->out_win >= 0 ? ((uint64_t)a->out_win + 1) | a->out_gen << 16 : 0);
         weft_store_relaxed_u64(&row[3], a->out_off);
     }
     return mine;
 }
 
-/* After the first barrier: 1 if every rank published windows, with
- * in[p] and (@p need_out) out[p] each rank's input and output as mapped
- * here; *any: some rank did. */
+/* Rank @p p's buffer published as @p w (weft_coll_zc_publish) at offset
+ * @p off, as mapped here; NULL if @p w names no row, or a row whose
+ * generation here is not the one published (recorded as an error). */
+WEFT_DEVICE char *weft_coll_zc_cell(const weft_coll_args_t *a, int p, uint64_t w, uint64_t off)
+{
+    uint64_t idx = w & 0xffff, cell;
+    uint64_t *gen;
+    if (idx == 0 || idx > WEFT_COLL_MAX_ROWS || !a->win)
+        return NULL;
+    cell = (idx - 1) * (uint64_t)a->nranks + (uint64_t)p;
+    gen = (uint64_t *)(a->win + WEFT_COLL_MAX_ROWS * (uint64_t)a->nranks);
+    /* the owner's registration wrote the cell (its pointer, then its
+     * generation) before the owner could publish it; acquire: pairs with
+     * the release in cell_write (src/core/mem.c), after the mapping */
+    uint64_t g = weft_load_acquire_u64(&gen[cell]);
+    char *buf = (char *)(uintptr_t)weft_load_relaxed_u64((uint64_t *)&a->win[cell]);
+    if (g != w >> 16 || !buf) {
+        weft_dev_record(a->ctl, WEFT_DEV_STALE_REG, p, 0);
+        return NULL;
+    }
+    return buf + off;
+}
+
+/* Counts a zero-copy collective (once per launch) where tests see it. */
+WEFT_DEVICE void weft_coll_zc_count(const weft_kctx_t *k, const weft_coll_args_t *a)
+{
+    if (k->block == 0 && k->thread == 0)
+        weft_fetch_add_relaxed_u64((uint64_t *)(a->win + 2 * WEFT_COLL_MAX_ROWS * (uint64_t)a->nranks), 1);
+}
+
+/* After the first barrier: 1 if every rank published registered buffers,
+ * with in[p] and (@p need_out) out[p] each rank's input and output as
+ * mapped here; *any: some rank did. */
 WEFT_DEVICE int weft_coll_zc_agree(const weft_kctx_t *k, const weft_coll_args_t *a, const char **in, char **out,
                                    int *any, int need_out)
 {
@@ -462,13 +504,14 @@ WEFT_DEVICE int weft_coll_zc_agree(const weft_kctx_t *k, const weft_coll_args_t 
         uint64_t *row = (uint64_t *)(base + a->winfo_off) + 4 * (uint64_t)k->block;
         uint64_t iw = weft_load_relaxed_u64(&row[0]), ow = weft_load_relaxed_u64(&row[2]);
         *any |= iw != 0;
-        if (iw == 0 || (need_out && ow == 0) || iw > WEFT_COLL_MAX_WINDOWS || ow > WEFT_COLL_MAX_WINDOWS) {
+        if ((iw & 0xffff) == 0 || (need_out && (ow & 0xffff) == 0) || (iw & 0xffff) > WEFT_COLL_MAX_ROWS ||
+            (ow & 0xffff) > WEFT_COLL_MAX_ROWS) {
             all = 0;
             continue;
         }
         if (p < WEFT_COLL_MAX_FAN) {
-            in[p] = a->win[(iw - 1) * (uint64_t)a->nranks + (uint64_t)p] + weft_load_relaxed_u64(&row[1]);
-            out[p] = ow ? a->win[(ow - 1) * (uint64_t)a->nranks + (uint64_t)p] + weft_load_relaxed_u64(&row[3]) : NULL;
+            in[p] = weft_coll_zc_cell(a, p, iw, weft_load_relaxed_u64(&row[1]));
+            out[p] = ow ? weft_coll_zc_cell(a, p, ow, weft_load_relaxed_u64(&row[3])) : NULL;
         }
     }
     return all && a->nranks <= WEFT_COLL_MAX_FAN;
@@ -487,8 +530,10 @@ WEFT_DEVICE int weft_coll_zc_meet(const weft_kctx_t *k, weft_coll_args_t *a, con
     int any;
     if (weft_coll_barrier(k, a))
         return -1;
-    if (weft_coll_zc_agree(k, a, in, out, &any, need_out))
+    if (weft_coll_zc_agree(k, a, in, out, &any, need_out)) {
+        weft_coll_zc_count(k, a);
         return 1;
+    }
     return any ? 2 : 0;
 }
 
@@ -510,9 +555,12 @@ WEFT_DEVICE const char *weft_coll_zc_input_of(const weft_kctx_t *k, const weft_c
     char *base = q == a->rank ? a->pkt : (char *)a->chp[q].dst;
     uint64_t *row = (uint64_t *)(base + a->winfo_off) + 4 * (uint64_t)k->block;
     uint64_t iw = weft_load_relaxed_u64(&row[0]);
-    if (iw == 0 || iw > WEFT_COLL_MAX_WINDOWS)
+    const char *p;
+    if ((iw & 0xffff) == 0 || (iw & 0xffff) > WEFT_COLL_MAX_ROWS)
         return NULL;
-    return a->win[(iw - 1) * (uint64_t)a->nranks + (uint64_t)q] + weft_load_relaxed_u64(&row[1]);
+    if ((p = weft_coll_zc_cell(a, q, iw, weft_load_relaxed_u64(&row[1]))) != NULL)
+        weft_coll_zc_count(k, a);
+    return p;
 }
 
 

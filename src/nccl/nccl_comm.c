@@ -723,41 +723,7 @@ NCCL_API ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank)
     return ncclSuccess;
 }
 
-/* ---------------------------------------------------------------- */
-/* Registration and what weft does not offer through this API       */
-/* ---------------------------------------------------------------- */
-
-/* A registration record: NCCL treats registration as a hint (operations
- * work on any buffer), and so does weft here — the buffer is remembered,
- * not mapped by peers. weft's zero-copy path is weft_comm_window_register. */
-typedef struct {
-    ncclComm_t comm;
-    void *buff;
-    size_t size;
-} nccl_reg_t;
-
-NCCL_API ncclResult_t ncclCommRegister(const ncclComm_t comm, void *buff, size_t size, void **handle)
-{
-    nccl_reg_t *reg;
-    if (!comm || !buff || !handle || size == 0)
-        return nccl_fail(ncclInvalidArgument, "ncclCommRegister: %s",
-                         !comm ? "comm is NULL" : !buff ? "buff is NULL" : !handle ? "handle is NULL" : "size is 0");
-    if (!(reg = malloc(sizeof(*reg))))
-        return nccl_fail(ncclSystemError, "ncclCommRegister: out of memory");
-    *reg = (nccl_reg_t){comm, buff, size};
-    *handle = reg;
-    return ncclSuccess;
-}
-
-NCCL_API ncclResult_t ncclCommDeregister(const ncclComm_t comm, void *handle)
-{
-    nccl_reg_t *reg = handle;
-    if (!comm || !reg || reg->comm != comm)
-        return nccl_fail(ncclInvalidArgument, "ncclCommDeregister: %s",
-                         !comm ? "comm is NULL" : !reg ? "handle is NULL" : "handle of another communicator");
-    free(reg);
-    return ncclSuccess;
-}
+/* (ncclMemAlloc and registrations: nccl_mem.c) */
 
 /* ---------------------------------------------------------------- */
 /* Revoke, shrink, grow                                              */
@@ -1172,8 +1138,6 @@ NCCL_ALIAS(ncclCommGetAsyncError);
 NCCL_ALIAS(ncclCommCount);
 NCCL_ALIAS(ncclCommCuDevice);
 NCCL_ALIAS(ncclCommUserRank);
-NCCL_ALIAS(ncclCommRegister);
-NCCL_ALIAS(ncclCommDeregister);
 NCCL_ALIAS(ncclCommSuspend);
 NCCL_ALIAS(ncclCommResume);
 NCCL_ALIAS(ncclCommMemStats);

@@ -60,4 +60,8 @@ weft_status_t weft_cuda_mc_add_device(weft_gpu_ctx_t *ctx, void *mc);
 weft_status_t weft_cuda_mc_bind(weft_gpu_ctx_t *ctx, void *mc, int index, weft_gpu_alloc_t *local, void **mc_ptr);
 void weft_cuda_mc_release(weft_gpu_ctx_t *ctx, void *mc, weft_gpu_alloc_t *local, void *mc_ptr);
 
+/* mem_query (cuda_mem.c): an address's allocation, by the driver's pointer
+ * attributes; exportable where it is runtime (legacy IPC) memory. */
+weft_status_t weft_cuda_mem_query(weft_gpu_ctx_t *ctx, const void *ptr, weft_gpu_alloc_t *alloc, uint64_t *id);
+
 #endif

@@ -5,6 +5,11 @@
  * where the runtime offers it, so another GPU's or the CPU's stores become
  * visible without a cache flush. Other memory is the shared code's
  * hipMalloc, shared through legacy IPC handles.
+ *
+ * What an address belongs to (mem_query): the runtime's pointer
+ * attributes; the buffer id tells two allocations at one address apart
+ * (the registration cache's identity check). Device memory is exported as
+ * the runtime's own (an IPC handle of the allocation's base).
  */
 #include "config.h"
 #include "hip_names.h"
@@ -36,6 +41,30 @@ static weft_status_t hip_mem_alloc(weft_gpu_ctx_t *ctx, size_t bytes, unsigned f
     out->ptr = p;
     out->size = bytes;
     out->priv = NULL; /* freed and shared as the runtime's own */
+    return WEFT_OK;
+}
+
+weft_status_t weft_hip_mem_query(weft_gpu_ctx_t *ctx, const void *ptr, weft_gpu_alloc_t *alloc, uint64_t *id)
+{
+    hipDeviceptr_t p = (hipDeviceptr_t)(uintptr_t)ptr, base = 0;
+    size_t size = 0;
+    unsigned long long buffer_id = 0;
+    unsigned int memtype = 0;
+    /* the runtime answers for the current device: the communicator's */
+    hipSetDevice(weft_hip_ctx_device(ctx));
+    if (hipPointerGetAttribute(&memtype, HIP_POINTER_ATTRIBUTE_MEMORY_TYPE, p) != hipSuccess ||
+        memtype != (unsigned int)hipMemoryTypeDevice)
+        return WEFT_ERR_NOT_FOUND;
+    if (hipPointerGetAttribute(&base, HIP_POINTER_ATTRIBUTE_RANGE_START_ADDR, p) != hipSuccess ||
+        hipPointerGetAttribute(&size, HIP_POINTER_ATTRIBUTE_RANGE_SIZE, p) != hipSuccess ||
+        hipPointerGetAttribute(&buffer_id, HIP_POINTER_ATTRIBUTE_BUFFER_ID, p) != hipSuccess || size == 0) {
+        (void)hipGetLastError(); /* a failed query leaves no sticky error */
+        return WEFT_ERR_NOT_FOUND;
+    }
+    alloc->ptr = (void *)(uintptr_t)base;
+    alloc->size = size;
+    alloc->priv = NULL; /* runtime memory: an IPC handle of the base (gpurt_ipc_export) */
+    *id = (uint64_t)buffer_id;
     return WEFT_OK;
 }
 

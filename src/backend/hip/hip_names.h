@@ -35,7 +35,11 @@
 #define WEFT_GPURT_OPS weft_hip_gpu_ops
 #define WEFT_GPURT_KERNELS weft_hip_kernels /* hip_kernels.hip */
 
-#define WEFT_GPURT_VENDOR_OPS
+/* What only HIP has, in the ops table (hip_memory.c). */
+#define WEFT_GPURT_VENDOR_OPS .mem_query = weft_hip_mem_query,
+#include "backend.h"
+/* mem_query: an address's allocation, by the runtime's pointer attributes. */
+weft_status_t weft_hip_mem_query(weft_gpu_ctx_t *ctx, const void *ptr, weft_gpu_alloc_t *alloc, uint64_t *id);
 
 /* A 64-bit store queued on a stream, after its earlier work (flags 0:
  * with a memory barrier before the store). */

@@ -11,6 +11,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,10 +22,19 @@
 
 #define HOST_IPC_MAGIC 0x54534f48u /* "HOST" */
 
-typedef struct {
+typedef struct host_alloc {
     int fd;
     size_t size;
+    void *ptr;
+    uint64_t id;             /* never reused in this process */
+    struct host_alloc *next; /* in the process's list (host_mem_query) */
 } host_alloc_t;
+
+/* Every memfd allocation of the process, whichever context made it, so
+ * that an address can be traced back to its allocation (host_mem_query). */
+static pthread_mutex_t allocs_lock = PTHREAD_MUTEX_INITIALIZER;
+static host_alloc_t *allocs;
+static uint64_t next_alloc_id = 1;
 
 static size_t page_round(size_t bytes)
 {
@@ -119,6 +129,12 @@ static weft_status_t host_mem_alloc(weft_gpu_ctx_t *ctx, size_t bytes, unsigned 
     }
     h->fd = fd;
     h->size = size;
+    h->ptr = p;
+    pthread_mutex_lock(&allocs_lock);
+    h->id = next_alloc_id++;
+    h->next = allocs;
+    allocs = h;
+    pthread_mutex_unlock(&allocs_lock);
     out->ptr = p;
     out->size = size;
     out->priv = h;
@@ -129,10 +145,37 @@ static weft_status_t host_mem_free(weft_gpu_ctx_t *ctx, weft_gpu_alloc_t *alloc)
 {
     host_alloc_t *h = alloc->priv;
     (void)ctx;
+    pthread_mutex_lock(&allocs_lock);
+    for (host_alloc_t **pp = &allocs; *pp; pp = &(*pp)->next)
+        if (*pp == h) {
+            *pp = h->next;
+            break;
+        }
+    pthread_mutex_unlock(&allocs_lock);
     munmap(alloc->ptr, alloc->size);
     close(h->fd);
     free(h);
     return WEFT_OK;
+}
+
+/* Only memfd allocations can be shared; plain malloc memory cannot. */
+static weft_status_t host_mem_query(weft_gpu_ctx_t *ctx, const void *ptr, weft_gpu_alloc_t *alloc, uint64_t *id)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    weft_status_t status = WEFT_ERR_NOT_FOUND;
+    (void)ctx;
+    pthread_mutex_lock(&allocs_lock);
+    for (host_alloc_t *h = allocs; h; h = h->next)
+        if (p >= (uintptr_t)h->ptr && p - (uintptr_t)h->ptr < h->size) {
+            alloc->ptr = h->ptr;
+            alloc->size = h->size;
+            alloc->priv = h;
+            *id = h->id;
+            status = WEFT_OK;
+            break;
+        }
+    pthread_mutex_unlock(&allocs_lock);
+    return status;
 }
 
 static weft_status_t host_alloc_mapped(weft_gpu_ctx_t *ctx, size_t bytes, void **host, void **dev)
@@ -241,6 +284,7 @@ const weft_gpu_ops_t weft_host_gpu_ops = {
     .ipc_export = host_ipc_export,
     .ipc_import = host_ipc_import,
     .ipc_close = host_ipc_close,
+    .mem_query = host_mem_query,
     /* multicast emulated over one shared region (host_multicast.c) */
     .mc_create = weft_host_mc_create,
     .mc_import = weft_host_mc_import,
