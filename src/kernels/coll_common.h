@@ -45,6 +45,7 @@
 #include "weft/device.h"
 #include "weft/dtype.h"
 #include "weft/switch.h"
+#include "grid_barrier.h"
 
 typedef enum {
     WEFT_COLL_ALLREDUCE = 0,
@@ -122,25 +123,7 @@ WEFT_DEVICE int weft_coll_grid_sync_or(const weft_kctx_t *k, weft_coll_args_t *a
 {
     weft_block_sync(k);
     if (k->nblocks > 1 && k->thread == 0) {
-        uint64_t gen = weft_load_acquire_u64(&a->gbar[1]), start = 0;
-        unsigned spins = 0;
-        weft_fence_system(); /* our block's writes before the arrival */
-        if (weft_fetch_add_relaxed_u64(&a->gbar[0], 1) == k->nblocks - 1) {
-            weft_store_relaxed_u64(&a->gbar[0], 0);
-            weft_fence_system();
-            weft_store_release_u64(&a->gbar[1], gen + 1); /* pairs with the acquire below */
-        } else {
-            while (weft_load_acquire_u64(&a->gbar[1]) == gen) {
-                if (spins++ == 0)
-                    start = weft_clock_ns();
-                else if ((spins & 63) == 0 && weft_dev_give_up(a->ctl, start, a->rank, WEFT_DEV_OP_SEMA_WAIT)) {
-                    bad = 1;
-                    break;
-                }
-                weft_spin_pause(spins);
-            }
-        }
-        weft_fence_system();
+        bad = weft_grid_barrier_wait(a->ctl, &a->gbar[0], &a->gbar[1], k->nblocks, a->rank) || bad;
         bad = bad || weft_load_relaxed_u64(&a->ctl->error) != 0; /* another block's failure */
     }
     return weft_block_sync_or(k, bad);
