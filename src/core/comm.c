@@ -10,6 +10,7 @@
 #include "util.h"
 #include "trust.h"
 #include "watch.h"
+#include "weft/device.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -96,13 +97,59 @@ static const char *config_backend(const weft_comm_config_t *cfg)
     return weft_param_str(WEFT_P_BACKEND);
 }
 
+/* A network provider's error hook: a lost peer becomes the communicator's
+ * error. */
+static void peer_lost(void *arg, int peer, weft_status_t status)
+{
+    weft_comm_t *comm = arg;
+    weft_comm_set_async_error(comm, status);
+    /* Device code waiting on any peer gives up instead of timing out later. */
+    weft_dev_record(comm->ctl, WEFT_DEV_PEER_LOST, peer, WEFT_DEV_OP_SEMA_WAIT);
+}
+
+weft_status_t weft_comm_net_get(weft_comm_t *comm, int idx, weft_comm_net_t **out)
+{
+    weft_net_env_t env = {0};
+    weft_status_t status;
+
+    if (comm->net[idx]) {
+        *out = comm->net[idx];
+        return WEFT_OK;
+    }
+    env.auth = &comm->auth;
+    env.rank = comm->rank;
+    env.nranks = comm->nranks;
+    weft_bootstrap_local_addr(comm->boot, &env.local);
+    env.op_timeout_ms = comm->op_timeout_ms;
+    env.handshake_timeout_ms = (int)weft_param_int(WEFT_P_HANDSHAKE_TIMEOUT_MS);
+    env.wake_fd = comm->wake_fd;
+    env.gpu = comm->gpu;
+    env.gctx = comm->gctx;
+    env.on_error = peer_lost;
+    env.on_error_arg = comm;
+    if ((status = weft_comm_net_start(idx, &env, &comm->net[idx])) != WEFT_OK)
+        return status;
+    *out = comm->net[idx];
+    return WEFT_OK;
+}
+
+unsigned weft_comm_peer_transport(const weft_comm_t *comm, int peer)
+{
+    int same = memcmp(weft_bootstrap_hostid(comm->boot, peer), comm->hostid, WEFT_HOSTID_BYTES) == 0 &&
+               (comm->caps & WEFT_CAP_IPC);
+    return same ? WEFT_TRANSPORT_IPC : comm->net_transport;
+}
+
 /* Live communicators: destroying one twice is refused (weft.h). */
 static weft_handle_set_t live_comms = WEFT_HANDLE_SET_INIT;
 
 static void comm_free(weft_comm_t *comm)
 {
     weft_watch_stop(comm->watch);
-    weft_comm_net_free(comm);
+    for (int i = 0; i < WEFT_NET_COUNT; i++) {
+        weft_comm_net_stop(comm->net[i]);
+        comm->net[i] = NULL;
+    }
     weft_ipc_destroy(comm->ipc);
     if (comm->ctl && comm->gctx)
         comm->gpu->host_free(comm->gctx, comm->ctl);
@@ -264,7 +311,8 @@ static weft_status_t comm_create(const weft_uid_info_t *uid, int nranks, int ran
     if ((comm->caps & WEFT_CAP_IPC_FD) && comm->local_size > 1 &&
         (status = weft_ipc_create(&comm->auth, rank, &comm->ipc)) != WEFT_OK)
         goto err;
-    if ((status = weft_comm_net_choose(comm)) != WEFT_OK)
+    if ((status = weft_comm_net_choose(comm->boot, rank, nranks, comm->local_size == nranks,
+                                       &comm->net_transport)) != WEFT_OK)
         goto err;
     /* Everyone's services are up before anyone uses them (the allgather
      * is that barrier too). */
