@@ -13,12 +13,33 @@
  * rule's layout limits it to ranks on one host or on several. Rules never
  * name a backend: what a backend can do beyond its platform (the switch
  * channel) is its algorithms' capability bits (coll.c).
+ *
+ * Below the registry: the registry calls in here, never the other way.
  */
 #include "config.h"
-#include "coll.h"
+#include "coll_table.h"
 #include "backend.h"
 
 #include <stdint.h>
+#include <string.h>
+
+static const char *const coll_names[WEFT_COLL_COUNT] = {"allreduce", "allgather", "reducescatter", "broadcast",
+                                                        "reduce",    "alltoall",  "barrier"};
+
+const char *weft_coll_name(weft_coll_t c)
+{
+    return c < WEFT_COLL_COUNT ? coll_names[c] : "?";
+}
+
+int weft_coll_from_name(const char *name)
+{
+    for (int i = 0; i < WEFT_COLL_COUNT; i++)
+        if (strcmp(name, coll_names[i]) == 0)
+            return i;
+    if (strcmp(name, "reduce_scatter") == 0)
+        return WEFT_COLL_REDUCE_SCATTER;
+    return -1;
+}
 
 /* Rank layouts a rule applies to. */
 enum { ANY_HOSTS = 0, ONE_HOST = 1, HOSTS = 2 };
