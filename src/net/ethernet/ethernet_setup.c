@@ -53,14 +53,6 @@ static void eth_fini(weft_net_ctx_t *ctx)
     free(ctx);
 }
 
-weft_eth_region_t *weft_eth_region_find(weft_net_ctx_t *ctx, uint32_t id, uint64_t key)
-{
-    for (weft_eth_region_t *r = ctx->regions; r; r = r->next)
-        if (r->id == id)
-            return r->key == key ? r : NULL;
-    return NULL;
-}
-
 static weft_status_t eth_reg_mr(weft_net_ctx_t *ctx, void *ptr, size_t bytes, int device, weft_net_mr_t **mr_out,
                                 weft_net_rkey_t *rkey)
 {
