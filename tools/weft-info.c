@@ -77,10 +77,11 @@ static const char *redacted_id(const char *text, char *buf, size_t len)
 
 static int print_params(void)
 {
-    for (int i = 0; i < WEFT_P_COUNT; i++) {
-        const weft_param_info_t *p = weft_param_info((weft_param_id_t)i);
+    const weft_param_info_t *p;
+    for (size_t i = 0; (p = weft_param_at(i)) != NULL; i++) {
         char hidden[128];
-        const char *value = i == WEFT_P_UNIQUE_ID ? redacted_id(p->value, hidden, sizeof(hidden)) : p->value;
+        const char *value = p == weft_param_info(WEFT_P_UNIQUE_ID) ? redacted_id(p->value, hidden, sizeof(hidden))
+                                                                   : p->value;
         char range[80] = "";
         if (p->type == WEFT_PARAM_INT && p->has_range)
             snprintf(range, sizeof(range), "; %ld .. %ld%s", p->min, p->max, p->size ? ", K/M/G" : "");

@@ -49,11 +49,11 @@ void weft_comm_leave(weft_comm_t *comm)
  * range (param_list.h): checked at every communicator's start. */
 static weft_status_t params_check(void)
 {
-    for (int i = 0; i < WEFT_P_COUNT; i++) {
-        const weft_param_info_t *p = weft_param_info((weft_param_id_t)i);
+    const weft_param_info_t *p;
+    for (size_t i = 0; (p = weft_param_at(i)) != NULL; i++) {
         if (p->type != WEFT_PARAM_INT || p->valid)
             continue;
-        weft_error(WEFT_SUB_INIT, "%s=%s is not valid: expected %s %ld .. %ld%s", p->name, getenv(p->name),
+        weft_error(WEFT_SUB_INIT, "%s=%s is not valid: expected %s %ld .. %ld%s", p->name, p->env,
                    p->size ? "a size" : "an integer", p->min, p->max, p->size ? " (K, M, G suffixes allowed)" : "");
         return WEFT_ERR_INVALID_ARGUMENT;
     }
@@ -368,22 +368,19 @@ weft_status_t weft_comm_init(const weft_unique_id_t *id, int nranks, int rank, c
 /* Rank and size from the launcher's environment, first match wins. */
 static int env_rank_size(int *rank, int *size)
 {
-    static const char *const pairs[][2] = {
-        {"WEFT_RANK", "WEFT_NRANKS"},
-        {"RANK", "WORLD_SIZE"},
-        {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
-        {"PMI_RANK", "PMI_SIZE"},
-        {"PMIX_RANK", "PMIX_SIZE"},
-        {"SLURM_PROCID", "SLURM_NTASKS"},
+    static const weft_param_id_t pairs[][2] = {
+        {WEFT_P_RANK_WEFT, WEFT_P_NRANKS_WEFT},   {WEFT_P_RANK_TORCH, WEFT_P_NRANKS_TORCH},
+        {WEFT_P_RANK_OMPI, WEFT_P_NRANKS_OMPI},   {WEFT_P_RANK_PMI, WEFT_P_NRANKS_PMI},
+        {WEFT_P_RANK_PMIX, WEFT_P_NRANKS_PMIX},   {WEFT_P_RANK_SLURM, WEFT_P_NRANKS_SLURM},
     };
     for (size_t i = 0; i < WEFT_ARRAY_SIZE(pairs); i++) {
-        const char *r = getenv(pairs[i][0]), *s = getenv(pairs[i][1]);
+        const char *r = weft_param_env_now(pairs[i][0]), *s = weft_param_env_now(pairs[i][1]);
         long rv, sv;
         if (!r || !s)
             continue;
         if (!weft_parse_long(s, 1, WEFT_MAX_RANKS, &sv) || !weft_parse_long(r, 0, sv - 1, &rv)) {
-            weft_error_note("launcher environment: %s=%s / %s=%s is not a valid rank and size", pairs[i][0], r,
-                            pairs[i][1], s);
+            weft_error_note("launcher environment: %s=%s / %s=%s is not a valid rank and size",
+                            weft_param_info(pairs[i][0])->name, r, weft_param_info(pairs[i][1])->name, s);
             return -1;
         }
         *rank = (int)rv;
@@ -399,9 +396,9 @@ weft_status_t weft_comm_init_from_env(const weft_comm_config_t *config, weft_com
 {
     /* Launch settings are read now, not cached: a process may create
      * several jobs, and launchers set them just before the call. */
-    const char *root_text = getenv(weft_param_info(WEFT_P_ROOT)->name);
-    const char *id_text = getenv(weft_param_info(WEFT_P_UNIQUE_ID)->name);
-    const char *trust = getenv(weft_param_info(WEFT_P_TRUST_LOCAL)->name);
+    const char *root_text = weft_param_env_now(WEFT_P_ROOT);
+    const char *id_text = weft_param_env_now(WEFT_P_UNIQUE_ID);
+    const char *trust = weft_param_env_now(WEFT_P_TRUST_LOCAL);
     weft_uid_info_t uid;
     weft_status_t status;
     int rank, nranks, timeout;
@@ -488,7 +485,7 @@ weft_status_t weft_comm_destroy(weft_comm_t *comm)
 /* WEFT_NVLS_ENABLE=1 and not NCCL_NVLS_ENABLE=0. */
 int weft_switch_enabled(void)
 {
-    const char *nccl = getenv("NCCL_NVLS_ENABLE");
+    const char *nccl = weft_param_env_now(WEFT_P_NCCL_NVLS_ENABLE);
     return weft_param_int(WEFT_P_NVLS_ENABLE) == 1 && !(nccl && strcmp(nccl, "0") == 0);
 }
 

@@ -22,6 +22,16 @@
 
 #define VMM_MAGIC 0x4d4d5657u /* "WVMM": a cuMem allocation, its fd passed beside */
 
+/* What only the cuda backend reads (weft-info -c lists it). */
+enum { CUDA_P_VMM };
+static weft_param_info_t cuda_param_list[] = {
+    [CUDA_P_VMM] = WEFT_PARAM_DEF_INT("WEFT_CUDA_VMM", "1", 0, 1, NUM,
+                                      "cuda: 1 (default) allocates device memory with cuMem VMM, shared as file "
+                                      "descriptors, where the driver can (legacy IPC otherwise); 0 uses cudaMalloc "
+                                      "and legacy IPC handles"),
+};
+WEFT_PARAM_SECTION(cuda_params, "cuda", cuda_param_list)
+
 /*
  * dma-buf export of device memory, for NICs to register it
  * (ibv_reg_dmabuf_mr). cuMemGetHandleForAddressRange is a driver call:
@@ -77,7 +87,7 @@ static int vmm_usable(weft_gpu_ctx_t *ctx, CUmemAllocationProp *prop, size_t *gr
     const weft_cuda_vmm_api_t *vmm;
     CUdevice dev;
     int vmm_ok = 0, fd_ok = 0, rdma = 0;
-    if (weft_param_int(WEFT_P_CUDA_VMM) == 0)
+    if (weft_param_section_int(&cuda_params, CUDA_P_VMM) == 0)
         return 0;
     if (!(vmm = weft_cuda_vmm()) || vmm->device_get(&dev, weft_cuda_ctx_device(ctx)) != CUDA_SUCCESS ||
         vmm->attribute(&vmm_ok, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev) != CUDA_SUCCESS ||
