@@ -9,10 +9,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Calls fn for every algorithm of the registry. */
-void weft_coll_list_algorithms(void (*fn)(const char *coll, const char *name, const char *help, void *arg),
-                               void *arg);
-
 /* Releases the collectives' channels (registered with weft_comm_on_destroy). */
 void weft_coll_ctx_destroy(weft_comm_t *comm);
 /* Launches the communicator's last collective kernel again with the very

@@ -238,6 +238,11 @@ weft_status_t weft_param_describe(size_t index, weft_param_desc_t *out)
                                .help = p->help,
                                .is_int = p->type == WEFT_PARAM_INT,
                                .from_env = p->from_env,
-                               .int_value = p->type == WEFT_PARAM_INT ? p->int_value : 0};
+                               .int_value = p->type == WEFT_PARAM_INT ? p->int_value : 0,
+                               .valid = p->valid,
+                               .has_range = p->has_range,
+                               .min = p->min,
+                               .max = p->max,
+                               .is_size = p->size};
     return WEFT_OK;
 }
