@@ -96,11 +96,19 @@ typedef struct {
     int is_int;   /**< 1: an integer (int_value holds it); 0: a string */
     int from_env; /**< 1: set in the environment */
     long int_value;
+    int valid;     /**< 0: the environment's text was refused (does not parse
+                        or lies out of range); the default is in effect and
+                        communicator init fails naming the variable */
+    int has_range; /**< integers: [min, max] is the range */
+    long min, max;
+    int is_size;   /**< integers: takes K, M, G suffixes (powers of 1024) */
 } weft_param_desc_t;
 /**
- * Parameter @p index (0, 1, ... in table order) as read at the first call
- * of the process; WEFT_ERR_NOT_FOUND past the last one. The strings live
- * as long as the process. Thread-safe.
+ * Parameter @p index (0, 1, ... : the core's in table order, then each
+ * backend's) as read at the first call of the process;
+ * WEFT_ERR_NOT_FOUND past the last one. Variables that launchers and
+ * other runtimes set, and that weft reads, are listed too. The strings
+ * live as long as the process. Thread-safe.
  */
 WEFT_API weft_status_t weft_param_describe(size_t index, weft_param_desc_t *out);
 
@@ -141,6 +149,14 @@ WEFT_API weft_status_t weft_unique_id_format(const weft_unique_id_t *id,
 WEFT_API weft_status_t weft_unique_id_parse(const char *text,
                                             weft_unique_id_t *id);
 
+/**
+ * Writes the root address of @p id ("host:port", NUL-terminated) to
+ * @p text of @p len bytes (64 are enough): what a tool may show of an id,
+ * whose secret it must not. WEFT_ERR_INVALID_ARGUMENT for a malformed id
+ * or a short buffer. Thread-safe.
+ */
+WEFT_API weft_status_t weft_unique_id_root(const weft_unique_id_t *id, char *text, size_t len);
+
 /** Validates a binary id; WEFT_OK or WEFT_ERR_INVALID_ARGUMENT. */
 WEFT_API weft_status_t weft_unique_id_validate(const weft_unique_id_t *id);
 
@@ -174,6 +190,54 @@ typedef struct {
  * or driver. Starts no communicator; lets a caller pick a backend.
  */
 WEFT_API weft_status_t weft_backend_device_count(const char *backend, int *count);
+
+/** What this build of weft has (weft_build_info). */
+typedef struct {
+    const char *version;      /**< e.g. "0.1.0" */
+    const char *gpu_backends; /**< the GPU backends built, space-separated: "host cuda hip" */
+    const char *networks;     /**< the network transports built: "ethernet ib" */
+    int hwloc;                /**< 1: the topology comes from hwloc */
+} weft_build_info_t;
+
+/**
+ * Describes this build. The strings live as long as the process.
+ * WEFT_ERR_INVALID_ARGUMENT if @p out is NULL. Thread-safe.
+ */
+WEFT_API weft_status_t weft_build_info(weft_build_info_t *out);
+
+/** One device of a GPU backend (weft_backend_device_info). */
+typedef struct {
+    char name[64];        /**< as the backend names it */
+    size_t total_mem;     /**< bytes */
+    char pci_bus_id[32];  /**< "0000:17:00.0", or "" when not a PCI device */
+} weft_device_info_t;
+
+/**
+ * Opens device @p device of GPU backend @p backend, describes it and
+ * closes it again; starts no communicator. WEFT_ERR_NOT_FOUND if this
+ * build lacks the backend; WEFT_ERR_INVALID_ARGUMENT for a NULL argument
+ * or a device outside [0, weft_backend_device_count); the backend's error
+ * if the device cannot be opened. Thread-safe.
+ */
+WEFT_API weft_status_t weft_backend_device_info(const char *backend, int device, weft_device_info_t *out);
+
+/**
+ * The address this process would offer its peers at bootstrap (chosen by
+ * WEFT_SOCKET_IFNAME and WEFT_SOCKET_FAMILY), as text, port 0, into
+ * @p text of @p len bytes (64 are enough). WEFT_ERR_SYSTEM if the
+ * interfaces cannot be read; WEFT_ERR_INVALID_ARGUMENT for a NULL or
+ * short buffer. Thread-safe.
+ */
+WEFT_API weft_status_t weft_bootstrap_local_address(char *text, size_t len);
+
+/**
+ * The machine's topology as weft sees it (or the one WEFT_TOPO_FILE
+ * describes): NUMA nodes, GPUs and NICs, one line each after a summary,
+ * as a NUL-terminated string in *@p text that the caller releases with
+ * free(). WEFT_ERR_UNSUPPORTED where it cannot be read (a build without
+ * hwloc); WEFT_ERR_INVALID_ARGUMENT if @p text is NULL. Thread-safe.
+ */
+WEFT_API weft_status_t weft_topology_describe(char **text);
 
 /** The most ranks a communicator may have; weft_comm_init refuses more
  * with WEFT_ERR_INVALID_ARGUMENT before allocating anything per rank. */
@@ -608,6 +672,21 @@ WEFT_API weft_status_t weft_plan_info(const weft_plan_t *plan, weft_plan_info_t 
  * sizes of a sweep). Thread-safe.
  */
 WEFT_API weft_status_t weft_plan_check_message(const weft_plan_t *plan, size_t send_bytes, size_t recv_bytes);
+/**
+ * The plans of WEFT_PLAN_DIR, which the collectives try before their
+ * built-in table (loaded once per process, on first use): *dir the
+ * directory ("" when WEFT_PLAN_DIR is unset), *loaded the plans that
+ * loaded, *failed the files that did not (the log says why). Any output
+ * pointer may be NULL.
+ */
+WEFT_API weft_status_t weft_plan_dir_summary(const char **dir, size_t *loaded, size_t *failed);
+/**
+ * Plan @p i (0 .. loaded - 1, in the order the collectives try them) of
+ * WEFT_PLAN_DIR and its file's path; WEFT_ERR_NOT_FOUND past the last,
+ * WEFT_ERR_INVALID_ARGUMENT for NULL outputs. The plan belongs to weft:
+ * never destroy it.
+ */
+WEFT_API weft_status_t weft_plan_dir_get(size_t i, const weft_plan_t **plan, const char **file);
 
 /**
  * Runs @p plan's collective on @p comm: collective over the plan's ranks
@@ -636,6 +715,40 @@ WEFT_API weft_status_t weft_plan_check_message(const weft_plan_t *plan, size_t s
 WEFT_API weft_status_t weft_execute(weft_comm_t *comm, weft_plan_t *plan, const void *sendbuf, void *recvbuf,
                                     size_t send_bytes, size_t recv_bytes, weft_dtype_t dtype, weft_redop_t op,
                                     weft_stream_t *stream);
+
+/** One algorithm of the registry (weft_algorithm_describe). */
+typedef struct {
+    const char *collective; /**< "allreduce", "allgather", ... */
+    const char *name;       /**< what WEFT_ALGO=collective:name forces */
+    const char *help;
+} weft_algorithm_desc_t;
+
+/**
+ * Algorithm @p index (0, 1, ... in registry order) of the built-in
+ * collectives; WEFT_ERR_NOT_FOUND past the last one,
+ * WEFT_ERR_INVALID_ARGUMENT if @p out is NULL. The strings are static.
+ * Thread-safe.
+ */
+WEFT_API weft_status_t weft_algorithm_describe(size_t index, weft_algorithm_desc_t *out);
+
+/** One rule of the selection table (weft_selection_rule_describe): a call
+ *  it matches uses @p algorithm where the communicator admits it. */
+typedef struct {
+    const char *platform;   /**< "cpu" (the host backend), "gpu" (cuda, hip) or "*" */
+    const char *collective;
+    const char *layout;     /**< "one host", "hosts" (ranks on several) or "any" */
+    int min_ranks, max_ranks; /**< 0: no bound */
+    uint64_t max_bytes;     /**< the call's total bytes, inclusive; UINT64_MAX: any */
+    const char *algorithm;
+} weft_selection_rule_t;
+
+/**
+ * Rule @p index (0, 1, ... in the order they are tried) of the default
+ * selection table; WEFT_ERR_NOT_FOUND past the last one,
+ * WEFT_ERR_INVALID_ARGUMENT if @p out is NULL. The strings are static.
+ * Thread-safe.
+ */
+WEFT_API weft_status_t weft_selection_rule_describe(size_t index, weft_selection_rule_t *out);
 
 /** The algorithm the next call of @p collective on @p bytes would use
  *  (for a float sum: an algorithm may admit only some types and ops). */

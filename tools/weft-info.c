@@ -1,13 +1,5 @@
-/* weft-info: what this build of weft has, and its parameters (-c). */
-#include "config.h"
-#include "coll.h"
-#include "backend.h"
-#include "net.h"
-#include "topo.h"
-#include "param.h"
-#include "plan.h"
-#include "sock.h"
-#include "uid.h"
+/* weft-info: what this build of weft has, and its parameters (-c). Uses
+ * only the public API (weft.h). */
 #include "weft.h"
 
 #include <stdint.h>
@@ -27,26 +19,20 @@ static void usage(FILE *out)
                  "               export it as WEFT_UNIQUE_ID with WEFT_ROOT=host:port)\n");
 }
 
-static void print_algo(const char *coll, const char *name, const char *help, void *arg)
-{
-    (void)arg;
-    printf("  %-14s %-8s %s\n", coll, name, help);
-}
-
-static void print_rule(const char *platform, const char *coll, const char *layout, int min_ranks, int max_ranks,
-                       uint64_t max_bytes, const char *algo, void *arg)
+static void print_rule(const weft_selection_rule_t *r)
 {
     char ranks[32], bytes[32];
-    (void)arg;
-    if (!min_ranks && !max_ranks)
+    if (!r->min_ranks && !r->max_ranks)
         snprintf(ranks, sizeof(ranks), "any");
     else
-        snprintf(ranks, sizeof(ranks), "%d..%s%.0d", min_ranks ? min_ranks : 1, max_ranks ? "" : "", max_ranks);
-    if (max_bytes == UINT64_MAX)
+        snprintf(ranks, sizeof(ranks), "%d..%s%.0d", r->min_ranks ? r->min_ranks : 1, r->max_ranks ? "" : "",
+                 r->max_ranks);
+    if (r->max_bytes == UINT64_MAX)
         snprintf(bytes, sizeof(bytes), "any");
     else
-        snprintf(bytes, sizeof(bytes), "<= %llu", (unsigned long long)max_bytes);
-    printf("  %-8s %-14s %-9s ranks %-8s bytes %-10s -> %s\n", platform, coll, layout, ranks, bytes, algo);
+        snprintf(bytes, sizeof(bytes), "<= %llu", (unsigned long long)r->max_bytes);
+    printf("  %-8s %-14s %-9s ranks %-8s bytes %-10s -> %s\n", r->platform, r->collective, r->layout, ranks, bytes,
+           r->algorithm);
 }
 
 static void size_range(uint64_t lo, uint64_t hi, char *buf, size_t len)
@@ -60,23 +46,27 @@ static void size_range(uint64_t lo, uint64_t hi, char *buf, size_t len)
 /* The plans of WEFT_PLAN_DIR, as the collectives see them. */
 static int print_plans(void)
 {
-    size_t n = weft_plan_dir_count(), bad = weft_plan_dir_failed();
-    if (!*weft_plan_dir_path()) {
+    const char *dir;
+    size_t n, bad;
+    weft_plan_dir_summary(&dir, &n, &bad);
+    if (!*dir) {
         printf("execution plans: none (WEFT_PLAN_DIR is not set)\n");
         return 0;
     }
     printf("execution plans of WEFT_PLAN_DIR=%s, tried in this order before the table where one matches the\n"
-           "call (WEFT_ALGO=collective:plan:NAME forces one):\n", weft_plan_dir_path());
+           "call (WEFT_ALGO=collective:plan:NAME forces one):\n", dir);
     printf("  %-24s %-14s %5s %-12s %-6s %-24s %s\n", "name", "collective", "ranks", "placement", "proto",
            "message bytes", "file");
     for (size_t i = 0; i < n; i++) {
-        const weft_plan_dir_entry_t *e = weft_plan_dir_entry(i);
+        const weft_plan_t *plan;
+        const char *file;
         weft_plan_info_t info;
         char range[64];
-        weft_plan_info(e->plan, &info);
+        if (weft_plan_dir_get(i, &plan, &file) != WEFT_OK || weft_plan_info(plan, &info) != WEFT_OK)
+            continue;
         size_range(info.min_bytes, info.max_bytes, range, sizeof(range));
         printf("  %-24s %-14s %5d %-12s %-6s %-24s %s\n", info.name, info.collective, info.nranks,
-               info.inplace ? "in place" : "out of place", info.packet ? "LL" : "Simple", range, e->file);
+               info.inplace ? "in place" : "out of place", info.packet ? "LL" : "Simple", range, file);
     }
     if (!n)
         printf("  (none loaded)\n");
@@ -107,11 +97,15 @@ static int check_plan(const char *path)
 
 static int print_algorithms(void)
 {
+    weft_algorithm_desc_t a;
+    weft_selection_rule_t r;
     printf("collective algorithms, in registry order (WEFT_ALGO=collective:name forces one):\n");
-    weft_coll_list_algorithms(print_algo, NULL);
+    for (size_t i = 0; weft_algorithm_describe(i, &a) == WEFT_OK; i++)
+        printf("  %-14s %-8s %s\n", a.collective, a.name, a.help);
     printf("selection table by platform (cpu: the host backend; gpu: cuda, hip); the first matching rule the\n"
            "communicator admits, then registry order:\n");
-    weft_coll_list_table(print_rule, NULL);
+    for (size_t i = 0; weft_selection_rule_describe(i, &r) == WEFT_OK; i++)
+        print_rule(&r);
     return print_plans();
 }
 
@@ -120,88 +114,72 @@ static int print_algorithms(void)
 static const char *redacted_id(const char *text, char *buf, size_t len)
 {
     weft_unique_id_t id;
-    weft_uid_info_t info;
     char root[80];
     if (!*text)
         return text;
-    if (weft_unique_id_parse(text, &id) != WEFT_OK || weft_uid_decode(&id, &info) != WEFT_OK) {
+    if (weft_unique_id_parse(text, &id) != WEFT_OK || weft_unique_id_root(&id, root, sizeof(root)) != WEFT_OK) {
         snprintf(buf, len, "<set, not a valid id>");
         return buf;
     }
-    weft_addr_format(&info.root, root, sizeof(root));
     snprintf(buf, len, "<set, secret hidden; root %s>", root);
-    memset(&info, 0, sizeof(info));
     memset(&id, 0, sizeof(id));
     return buf;
 }
 
 static int print_params(void)
 {
-    for (int i = 0; i < WEFT_P_COUNT; i++) {
-        const weft_param_info_t *p = weft_param_info((weft_param_id_t)i);
+    weft_param_desc_t p;
+    for (size_t i = 0; weft_param_describe(i, &p) == WEFT_OK; i++) {
         char hidden[128];
-        const char *value = i == WEFT_P_UNIQUE_ID ? redacted_id(p->value, hidden, sizeof(hidden)) : p->value;
+        const char *value = strcmp(p.name, "WEFT_UNIQUE_ID") == 0 ? redacted_id(p.value, hidden, sizeof(hidden))
+                                                                   : p.value;
         char range[80] = "";
-        if (p->type == WEFT_PARAM_INT && p->has_range)
-            snprintf(range, sizeof(range), "; %ld .. %ld%s", p->min, p->max, p->size ? ", K/M/G" : "");
-        printf("%-28s = %-12s (%s%s%s)\n    %s\n", p->name, *value ? value : "\"\"",
-               p->from_env ? "environment" : "default", range,
-               p->valid ? "" : "; environment value invalid, default used", p->help);
+        if (p.is_int && p.has_range)
+            snprintf(range, sizeof(range), "; %ld .. %ld%s", p.min, p.max, p.is_size ? ", K/M/G" : "");
+        printf("%-28s = %-12s (%s%s%s)\n    %s\n", p.name, *value ? value : "\"\"",
+               p.from_env ? "environment" : "default", range,
+               p.valid ? "" : "; environment value invalid, default used", p.help);
     }
     return 0;
 }
 
 static int print_build(void)
 {
-    const char *const *names = weft_gpu_names();
-    weft_addr_t local;
-    char text[80];
+    weft_build_info_t build;
+    char text[80], *topo;
+    char *names, *save = NULL;
 
-    printf("weft %s\n", PACKAGE_VERSION);
-    printf("GPU backends:");
-    for (int i = 0; names[i]; i++)
-        printf(" %s", names[i]);
-    printf("\nnetworks: %s\n", weft_net_built());
-    printf("hwloc: %s\n",
-#ifdef WEFT_HAVE_HWLOC
-           "yes"
-#else
-           "no"
-#endif
-    );
+    weft_build_info(&build);
+    printf("weft %s\n", build.version);
+    printf("GPU backends: %s\n", build.gpu_backends);
+    printf("networks: %s\n", build.networks);
+    printf("hwloc: %s\n", build.hwloc ? "yes" : "no");
     printf("devices:\n");
-    for (int i = 0; names[i]; i++) {
-        const weft_gpu_ops_t *ops = weft_gpu_find(names[i]);
+    if (!(names = strdup(build.gpu_backends)))
+        return 1;
+    for (char *name = strtok_r(names, " ", &save); name; name = strtok_r(NULL, " ", &save)) {
         int n = 0;
-        if (ops->device_count(&n) != WEFT_OK) {
-            printf("  %-5s none (%s)\n", names[i], weft_get_last_error());
+        if (weft_backend_device_count(name, &n) != WEFT_OK || n == 0) {
+            printf("  %-5s none (%s)\n", name, weft_get_last_error());
             continue;
         }
         for (int d = 0; d < n; d++) {
-            weft_gpu_ctx_t *ctx;
-            weft_gpu_props_t props;
-            if (ops->init(d, &ctx) != WEFT_OK) {
-                printf("  %-5s %d: cannot initialise\n", names[i], d);
+            weft_device_info_t dev;
+            if (weft_backend_device_info(name, d, &dev) != WEFT_OK) {
+                printf("  %-5s %d: cannot initialise\n", name, d);
                 continue;
             }
-            if (ops->props(ctx, &props) == WEFT_OK)
-                printf("  %-5s %d: %s, %.1f GiB%s%s\n", names[i], d, props.name,
-                       (double)props.total_mem / (1 << 30), props.pci_bus_id[0] ? ", PCI " : "",
-                       props.pci_bus_id);
-            ops->fini(ctx);
+            printf("  %-5s %d: %s, %.1f GiB%s%s\n", name, d, dev.name, (double)dev.total_mem / (1 << 30),
+                   dev.pci_bus_id[0] ? ", PCI " : "", dev.pci_bus_id);
         }
     }
-    if (weft_addr_pick_local(&local) == WEFT_OK) {
-        weft_addr_format(&local, text, sizeof(text));
+    free(names);
+    if (weft_bootstrap_local_address(text, sizeof(text)) == WEFT_OK)
         printf("bootstrap address: %s\n", text);
-    }
-    {
-        /* with WEFT_TOPO_FILE: what weft would make of another machine */
-        weft_topo_t *topo;
-        if (weft_topo_load(NULL, &topo) == WEFT_OK) {
-            weft_topo_print(topo, stdout);
-            weft_topo_free(topo);
-        }
+    /* with WEFT_TOPO_FILE: what weft would make of another machine */
+    if (weft_topology_describe(&topo) == WEFT_OK) {
+        fputs(topo, stdout);
+        free(topo);
     }
     return 0;
 }

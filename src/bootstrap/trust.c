@@ -38,7 +38,7 @@ static int secret_path(const weft_addr_t *root, char *buf, size_t len, int make_
     char addr[80], dir[200];
     int n;
     if (!base || !*base)
-        base = getenv("XDG_RUNTIME_DIR");
+        base = weft_param_env_now(WEFT_P_XDG_RUNTIME_DIR);
     if (!base || !*base || access(base, W_OK) != 0)
         base = "/tmp";
     snprintf(dir, sizeof(dir), "%s/weft-%u", base, (unsigned)geteuid());

@@ -85,28 +85,15 @@ static const weft_algo_t algos[] = {
      "n - 1 empty steps round a ring (ranks on several hosts)", 0, 0, 0},
 };
 
-static const char *const coll_names[WEFT_COLL_COUNT] = {"allreduce", "allgather", "reducescatter", "broadcast",
-                                                        "reduce",    "alltoall",  "barrier"};
-
-const char *weft_coll_name(weft_coll_t c)
+weft_status_t weft_algorithm_describe(size_t index, weft_algorithm_desc_t *out)
 {
-    return c < WEFT_COLL_COUNT ? coll_names[c] : "?";
-}
-
-int weft_coll_from_name(const char *name)
-{
-    for (int i = 0; i < WEFT_COLL_COUNT; i++)
-        if (strcmp(name, coll_names[i]) == 0)
-            return i;
-    if (strcmp(name, "reduce_scatter") == 0)
-        return WEFT_COLL_REDUCE_SCATTER;
-    return -1;
-}
-
-void weft_coll_list_algorithms(void (*fn)(const char *coll, const char *name, const char *help, void *arg), void *arg)
-{
-    for (size_t i = 0; i < WEFT_ARRAY_SIZE(algos); i++)
-        fn(coll_names[algos[i].coll], algos[i].name, algos[i].help, arg);
+    if (!out)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    if (index >= WEFT_ARRAY_SIZE(algos))
+        return WEFT_ERR_NOT_FOUND;
+    *out = (weft_algorithm_desc_t){
+        .collective = weft_coll_name(algos[index].coll), .name = algos[index].name, .help = algos[index].help};
+    return WEFT_OK;
 }
 
 static const weft_algo_t *find_algo(weft_coll_t c, const char *name)

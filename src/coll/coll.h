@@ -1,31 +1,13 @@
-/* Collectives: names and the algorithm registry (see coll.c). */
+/* Collectives: the algorithm registry (see coll.c); names and the selection table in coll_table.h. */
 #ifndef WEFT_COLL_H
 #define WEFT_COLL_H
 
 #include "coll_common.h"
+#include "coll_table.h"
 #include "comm.h"
 
 #include <stddef.h>
 #include <stdint.h>
-
-const char *weft_coll_name(weft_coll_t c);
-/* -1 if unknown */
-int weft_coll_from_name(const char *name);
-/* Calls fn for every algorithm of the registry. */
-void weft_coll_list_algorithms(void (*fn)(const char *coll, const char *name, const char *help, void *arg),
-                               void *arg);
-
-/* coll_table.c: the next rule at or after *pos that matches a call on a
- * backend of capabilities @p caps (its platform: WEFT_CAP_GPU or not), as
- * an algorithm name; NULL when none is left. *pos moves past the rule
- * returned: the rule's index is *pos - 1, its place in weft_coll_list_table's
- * order. */
-const char *weft_coll_table_next(uint64_t caps, weft_coll_t coll, int nranks, int one_host, uint64_t bytes,
-                                 size_t *pos);
-/* Calls fn for every rule of the selection table, in order. */
-void weft_coll_list_table(void (*fn)(const char *platform, const char *coll, const char *layout, int min_ranks,
-                                     int max_ranks, uint64_t max_bytes, const char *algo, void *arg),
-                          void *arg);
 
 /* Releases the collectives' channels (registered with weft_comm_on_destroy). */
 void weft_coll_ctx_destroy(weft_comm_t *comm);

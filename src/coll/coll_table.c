@@ -13,12 +13,34 @@
  * rule's layout limits it to ranks on one host or on several. Rules never
  * name a backend: what a backend can do beyond its platform (the switch
  * channel) is its algorithms' capability bits (coll.c).
+ *
+ * Below the registry: the registry calls in here, never the other way.
  */
 #include "config.h"
-#include "coll.h"
+#include "coll_table.h"
 #include "backend.h"
+#include "weft.h"
 
 #include <stdint.h>
+#include <string.h>
+
+static const char *const coll_names[WEFT_COLL_COUNT] = {"allreduce", "allgather", "reducescatter", "broadcast",
+                                                        "reduce",    "alltoall",  "barrier"};
+
+const char *weft_coll_name(weft_coll_t c)
+{
+    return c < WEFT_COLL_COUNT ? coll_names[c] : "?";
+}
+
+int weft_coll_from_name(const char *name)
+{
+    for (int i = 0; i < WEFT_COLL_COUNT; i++)
+        if (strcmp(name, coll_names[i]) == 0)
+            return i;
+    if (strcmp(name, "reduce_scatter") == 0)
+        return WEFT_COLL_REDUCE_SCATTER;
+    return -1;
+}
 
 /* Rank layouts a rule applies to. */
 enum { ANY_HOSTS = 0, ONE_HOST = 1, HOSTS = 2 };
@@ -78,12 +100,31 @@ const char *weft_coll_table_next(uint64_t caps, weft_coll_t coll, int nranks, in
     return NULL;
 }
 
+static const char *const layouts[] = {"any", "one host", "hosts"};
+static const char *const platforms[] = {"*", "cpu", "gpu"};
+
+weft_status_t weft_selection_rule_describe(size_t index, weft_selection_rule_t *out)
+{
+    const coll_rule_t *r;
+    if (!out)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    if (index >= sizeof(rules) / sizeof(rules[0]))
+        return WEFT_ERR_NOT_FOUND;
+    r = &rules[index];
+    *out = (weft_selection_rule_t){.platform = platforms[r->platform],
+                                   .collective = weft_coll_name(r->coll),
+                                   .layout = layouts[r->layout],
+                                   .min_ranks = r->min_ranks,
+                                   .max_ranks = r->max_ranks,
+                                   .max_bytes = r->max_bytes,
+                                   .algorithm = r->algo};
+    return WEFT_OK;
+}
+
 void weft_coll_list_table(void (*fn)(const char *platform, const char *coll, const char *layout, int min_ranks,
                                      int max_ranks, uint64_t max_bytes, const char *algo, void *arg),
                           void *arg)
 {
-    static const char *const layouts[] = {"any", "one host", "hosts"};
-    static const char *const platforms[] = {"*", "cpu", "gpu"};
     for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++)
         fn(platforms[rules[i].platform], weft_coll_name(rules[i].coll), layouts[rules[i].layout], rules[i].min_ranks,
            rules[i].max_ranks, rules[i].max_bytes, rules[i].algo, arg);

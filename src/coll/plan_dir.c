@@ -190,3 +190,26 @@ int weft_plan_coll_run(weft_comm_t *comm, weft_stream_t *stream, int coll, const
     *status = weft_execute(comm, use->plan, in, out, in_bytes, out_bytes, dtype, op, stream);
     return 1;
 }
+
+weft_status_t weft_plan_dir_summary(const char **dir, size_t *loaded, size_t *failed)
+{
+    if (dir)
+        *dir = weft_plan_dir_path();
+    if (loaded)
+        *loaded = weft_plan_dir_count();
+    if (failed)
+        *failed = weft_plan_dir_failed();
+    return WEFT_OK;
+}
+
+weft_status_t weft_plan_dir_get(size_t i, const weft_plan_t **plan, const char **file)
+{
+    const weft_plan_dir_entry_t *e;
+    if (!plan || !file)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    if (!(e = weft_plan_dir_entry(i)))
+        return WEFT_ERR_NOT_FOUND;
+    *plan = e->plan;
+    *file = e->file;
+    return WEFT_OK;
+}

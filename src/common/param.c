@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static weft_param_info_t params[WEFT_P_COUNT] = {
 #define WEFT_PARAM(id, nm, ty, df, hp)                                       \
@@ -15,8 +16,12 @@ static weft_param_info_t params[WEFT_P_COUNT] = {
 #include "param_list.h"
 #undef WEFT_PARAM
 };
-static long int_values[WEFT_P_COUNT];
 static pthread_once_t params_once = PTHREAD_ONCE_INIT;
+
+/* Registered sections, ordered by owner; sections_lock guards the list
+ * and the loading of a section. */
+static weft_param_section_t *sections;
+static pthread_mutex_t sections_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void set_ranges(void)
 {
@@ -26,11 +31,7 @@ static void set_ranges(void)
     params[WEFT_P_##id].min = (lo);                                          \
     params[WEFT_P_##id].max = (hi);                                          \
     params[WEFT_P_##id].size = WEFT_PARAM_KIND_##kind;
-#define WEFT_PARAM_KIND_NUM 0
-#define WEFT_PARAM_KIND_SIZE 1
 #include "param_list.h"
-#undef WEFT_PARAM_KIND_NUM
-#undef WEFT_PARAM_KIND_SIZE
 #undef WEFT_PARAM_RANGE
 #undef WEFT_PARAM
 }
@@ -66,16 +67,18 @@ static int parse_value(const weft_param_info_t *p, const char *s, long *out)
     return 1;
 }
 
-static void params_load(void)
+/* Reads @p n parameters from the environment. */
+static void load(weft_param_info_t *list, size_t n)
 {
-    set_ranges();
-    for (int i = 0; i < WEFT_P_COUNT; i++) {
-        weft_param_info_t *p = &params[i];
+    for (size_t i = 0; i < n; i++) {
+        weft_param_info_t *p = &list[i];
         const char *env = getenv(p->name);
         p->valid = 1;
         p->value = p->def;
+        p->env = NULL;
         if (env && *env) {
             p->value = env;
+            p->env = env;
             p->from_env = 1;
         }
         if (p->type == WEFT_PARAM_INT) {
@@ -86,15 +89,21 @@ static void params_load(void)
                 p->value = p->def;
                 parse_value(p, p->def, &v);
             }
-            int_values[i] = v;
+            p->int_value = v;
         }
     }
+}
+
+static void params_load(void)
+{
+    set_ranges();
+    load(params, WEFT_P_COUNT);
 }
 
 long weft_param_int(weft_param_id_t id)
 {
     pthread_once(&params_once, params_load);
-    return int_values[id];
+    return params[id].int_value;
 }
 
 const char *weft_param_str(weft_param_id_t id)
@@ -119,20 +128,121 @@ int weft_param_parse(weft_param_id_t id, const char *s, long *out)
     return parse_value(&params[id], s, out);
 }
 
+int weft_param_parse_info(const weft_param_info_t *p, const char *s, long *out)
+{
+    if (!p || p->type != WEFT_PARAM_INT || !out)
+        return 0;
+    return parse_value(p, s, out);
+}
+
+const char *weft_param_env_now(weft_param_id_t id)
+{
+    const char *env;
+    if ((int)id < 0 || id >= WEFT_P_COUNT)
+        return NULL;
+    env = getenv(params[id].name);
+    return env && *env ? env : NULL;
+}
+
+void weft_param_section_add(weft_param_section_t *s)
+{
+    weft_param_section_t **at;
+    pthread_mutex_lock(&sections_lock);
+    for (at = &sections; *at && strcmp((*at)->owner, s->owner) <= 0; at = &(*at)->next)
+        if (*at == s)
+            break;
+    if (*at != s) {
+        s->next = *at;
+        *at = s;
+    }
+    pthread_mutex_unlock(&sections_lock);
+}
+
+static void section_load(weft_param_section_t *s)
+{
+    if (__atomic_load_n(&s->loaded, __ATOMIC_ACQUIRE))
+        return;
+    pthread_mutex_lock(&sections_lock);
+    if (!s->loaded) {
+        load(s->params, s->count);
+        __atomic_store_n(&s->loaded, 1, __ATOMIC_RELEASE); /* pairs with the acquire above */
+    }
+    pthread_mutex_unlock(&sections_lock);
+}
+
+const weft_param_info_t *weft_param_section_info(weft_param_section_t *s, size_t i)
+{
+    section_load(s);
+    return &s->params[i];
+}
+
+long weft_param_section_int(weft_param_section_t *s, size_t i)
+{
+    return weft_param_section_info(s, i)->int_value;
+}
+
+const char *weft_param_section_str(weft_param_section_t *s, size_t i)
+{
+    return weft_param_section_info(s, i)->value;
+}
+
+/* 1 if a parameter before @p p in listing order has its name. */
+static int listed_before(const weft_param_info_t *p)
+{
+    for (size_t i = 0; i < WEFT_P_COUNT; i++)
+        if (strcmp(params[i].name, p->name) == 0)
+            return 1;
+    for (const weft_param_section_t *s = sections; s; s = s->next)
+        for (size_t i = 0; i < s->count; i++) {
+            if (&s->params[i] == p)
+                return 0;
+            if (strcmp(s->params[i].name, p->name) == 0)
+                return 1;
+        }
+    return 0;
+}
+
+const weft_param_info_t *weft_param_at(size_t index)
+{
+    weft_param_section_t *found = NULL;
+    size_t at = 0;
+    if (index < WEFT_P_COUNT)
+        return weft_param_info((weft_param_id_t)index);
+    index -= WEFT_P_COUNT;
+    pthread_mutex_lock(&sections_lock);
+    for (weft_param_section_t *s = sections; s && !found; s = s->next)
+        for (size_t i = 0; i < s->count; i++) {
+            if (listed_before(&s->params[i]))
+                continue;
+            if (index == 0) {
+                found = s;
+                at = i;
+                break;
+            }
+            index--;
+        }
+    pthread_mutex_unlock(&sections_lock);
+    return found ? weft_param_section_info(found, at) : NULL;
+}
+
 weft_status_t weft_param_describe(size_t index, weft_param_desc_t *out)
 {
     const weft_param_info_t *p;
     if (!out)
         return WEFT_ERR_INVALID_ARGUMENT;
-    if (index >= WEFT_P_COUNT)
+    if (!(p = weft_param_at(index)))
         return WEFT_ERR_NOT_FOUND;
-    p = weft_param_info((weft_param_id_t)index);
     *out = (weft_param_desc_t){.name = p->name,
                                .value = p->value,
                                .def = p->def,
                                .help = p->help,
                                .is_int = p->type == WEFT_PARAM_INT,
                                .from_env = p->from_env,
-                               .int_value = p->type == WEFT_PARAM_INT ? int_values[index] : 0};
+                               .int_value = p->type == WEFT_PARAM_INT ? p->int_value : 0,
+                               .valid = p->valid,
+                               .has_range = p->has_range,
+                               .min = p->min,
+                               .max = p->max,
+                               .is_size = p->size};
     return WEFT_OK;
 }

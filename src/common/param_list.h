@@ -9,6 +9,10 @@
  * takes a K, M or G suffix: 4K = 4096). The communicator's check, run by every
  * communicator init, refuses a value that does not parse or is out of
  * range, naming the variable.
+ *
+ * A backend's own knobs are declared next to it, in a section it
+ * registers (param.h: WEFT_PARAM_SECTION): ethernet_setup.c, ib_ctx.c,
+ * gpurt.c, cuda_vmm.c.
  */
 WEFT_PARAM(LOG_LEVEL, "WEFT_LOG_LEVEL", STR, "warn",
            "log level: none, error, warn, info, debug, trace")
@@ -72,13 +76,6 @@ WEFT_PARAM(COLL_THREADS, "WEFT_COLL_THREADS", INT, "512",
 WEFT_PARAM(COLL_TEAM_BLOCKS, "WEFT_COLL_TEAM_BLOCKS", INT, "0",
            "GPU: most blocks of a mesh collective's launch, one per 64 KiB of message (each block a team of its own); "
            "0 (default): the device's multiprocessors shared among the ranks on it, at most 64")
-WEFT_PARAM(GPU_WORK_QUEUES, "WEFT_GPU_WORK_QUEUES", INT, "8",
-           "cuda, hip: hardware work queues to ask for before the runtime starts (sets CUDA_DEVICE_MAX_CONNECTIONS "
-           "or GPU_MAX_HW_QUEUES unless already set), so the proxy's copies never queue behind a running kernel; "
-           "0 leaves the runtime's default")
-WEFT_PARAM(CUDA_VMM, "WEFT_CUDA_VMM", INT, "1",
-           "cuda: 1 (default) allocates device memory with cuMem VMM, shared as file descriptors, where the driver "
-           "can (legacy IPC otherwise); 0 uses cudaMalloc and legacy IPC handles")
 WEFT_PARAM(P2P_SLOT_BYTES, "WEFT_P2P_SLOT_BYTES", INT, "262144",
            "send/recv and all-to-all across hosts: bytes of one chunk (a link buffer holds 4; 4 KiB .. 64 MiB)")
 WEFT_PARAM(PORT_SIGNAL_STORE, "WEFT_PORT_SIGNAL_STORE", INT, "1",
@@ -87,16 +84,8 @@ WEFT_PARAM(PORT_SIGNAL_STORE, "WEFT_PORT_SIGNAL_STORE", INT, "1",
 WEFT_PARAM(SAME_DEVICE_SCOPE, "WEFT_SAME_DEVICE_SCOPE", INT, "1",
            "1 (default): semaphore signals to ranks on the same GPU are device-scope releases; 0: system scope "
            "always (a system-wide fence per signal)")
-WEFT_PARAM(NET_SOCKETS, "WEFT_NET_SOCKETS", INT, "2",
-           "ethernet: TCP sockets per connection (1..16); writes are striped over them")
-WEFT_PARAM(NET_CHUNK_BYTES, "WEFT_NET_CHUNK_BYTES", INT, "524288",
-           "ethernet: largest frame of a write, bytes; also the staging buffer per socket for device memory")
 WEFT_PARAM(NET_TRANSPORT, "WEFT_NET_TRANSPORT", STR, "auto",
            "network transport between hosts: auto (ib where every rank has an active port passing WEFT_IB_HCA, else ethernet), ethernet or ib")
-WEFT_PARAM(IB_HCA, "WEFT_IB_HCA", STR, "",
-           "ib: HCAs to use, e.g. mlx5_0:1,mlx5_1 (prefix match; ^ excludes; =exact)")
-WEFT_PARAM(IB_GID_INDEX, "WEFT_IB_GID_INDEX", INT, "-1",
-           "ib (RoCE): GID index to use; -1 picks a RoCE v2 IPv4-mapped GID, else v2, else v1")
 WEFT_PARAM(FAULT, "WEFT_FAULT", STR, "",
            "tests only: fault points, site:nth[+]:action[=arg],... (src/common/fault.h: sites boot.connect, "
            "boot.send, boot.recv, boot.accept, proxy.request, proxy.completion, net.send, net.recv, net.sideband, "
@@ -109,6 +98,26 @@ WEFT_PARAM(REG_MIN_BYTES, "WEFT_REG_MIN_BYTES", INT, "1048576",
 WEFT_PARAM(REG_CACHE, "WEFT_REG_CACHE", INT, "1",
            "1: buffers of such collectives that are not registered are registered on first use, cached by "
            "address range and checked against their allocation's identity before each use; 0: they are staged")
+
+/* Set by launchers and other runtimes, read where they mean something
+ * here; launchers' rank and size are read when a communicator starts
+ * (weft_param_env_now), first pair set wins. */
+WEFT_PARAM(RANK_WEFT, "WEFT_RANK", STR, "", "launcher: this rank (with WEFT_NRANKS)")
+WEFT_PARAM(NRANKS_WEFT, "WEFT_NRANKS", STR, "", "launcher: the job's ranks (with WEFT_RANK)")
+WEFT_PARAM(RANK_TORCH, "RANK", STR, "", "launcher (torchrun): this rank (with WORLD_SIZE)")
+WEFT_PARAM(NRANKS_TORCH, "WORLD_SIZE", STR, "", "launcher (torchrun): the job's ranks")
+WEFT_PARAM(RANK_OMPI, "OMPI_COMM_WORLD_RANK", STR, "", "launcher (Open MPI): this rank")
+WEFT_PARAM(NRANKS_OMPI, "OMPI_COMM_WORLD_SIZE", STR, "", "launcher (Open MPI): the job's ranks")
+WEFT_PARAM(RANK_PMI, "PMI_RANK", STR, "", "launcher (MPICH, PMI): this rank")
+WEFT_PARAM(NRANKS_PMI, "PMI_SIZE", STR, "", "launcher (MPICH, PMI): the job's ranks")
+WEFT_PARAM(RANK_PMIX, "PMIX_RANK", STR, "", "launcher (PMIx): this rank")
+WEFT_PARAM(NRANKS_PMIX, "PMIX_SIZE", STR, "", "launcher (PMIx): the job's ranks")
+WEFT_PARAM(RANK_SLURM, "SLURM_PROCID", STR, "", "launcher (Slurm): this rank")
+WEFT_PARAM(NRANKS_SLURM, "SLURM_NTASKS", STR, "", "launcher (Slurm): the job's ranks")
+WEFT_PARAM(NCCL_NVLS_ENABLE, "NCCL_NVLS_ENABLE", STR, "",
+           "NCCL's switch: 0 keeps the switch channel off whatever WEFT_NVLS_ENABLE says")
+WEFT_PARAM(XDG_RUNTIME_DIR, "XDG_RUNTIME_DIR", STR, "",
+           "the user's runtime directory: where per-job sockets and the local secret go unless WEFT_IPC_DIR is set")
 
 #ifdef WEFT_PARAM_RANGE
 WEFT_PARAM_RANGE(INIT_TIMEOUT_MS, 1, 86400000, NUM)
@@ -128,14 +137,9 @@ WEFT_PARAM_RANGE(CHECK_ARGS, 0, 1, NUM)
 WEFT_PARAM_RANGE(COLL_BLOCKS, 0, 1024, NUM)
 WEFT_PARAM_RANGE(COLL_TEAM_BLOCKS, 0, 1024, NUM)
 WEFT_PARAM_RANGE(COLL_THREADS, 64, 1024, NUM)
-WEFT_PARAM_RANGE(GPU_WORK_QUEUES, 0, 128, NUM)
-WEFT_PARAM_RANGE(CUDA_VMM, 0, 1, NUM)
 WEFT_PARAM_RANGE(P2P_SLOT_BYTES, 4096, 1L << 26, SIZE)
 WEFT_PARAM_RANGE(PORT_SIGNAL_STORE, 0, 1, NUM)
 WEFT_PARAM_RANGE(SAME_DEVICE_SCOPE, 0, 1, NUM)
-WEFT_PARAM_RANGE(NET_SOCKETS, 1, 16, NUM)
-WEFT_PARAM_RANGE(NET_CHUNK_BYTES, 4096, 1L << 28, SIZE)
-WEFT_PARAM_RANGE(IB_GID_INDEX, -1, 255, NUM)
 WEFT_PARAM_RANGE(REG_MIN_BYTES, 0, 1L << 40, SIZE)
 WEFT_PARAM_RANGE(REG_CACHE, 0, 1, NUM)
 #endif

@@ -61,6 +61,23 @@ weft_status_t weft_uid_decode(const weft_unique_id_t *id, weft_uid_info_t *info)
     return WEFT_OK;
 }
 
+weft_status_t weft_unique_id_root(const weft_unique_id_t *id, char *text, size_t len)
+{
+    weft_uid_info_t info;
+    char root[80];
+    weft_status_t status;
+    if (!id || !text || len == 0)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    if ((status = weft_uid_decode(id, &info)) != WEFT_OK)
+        return status;
+    weft_addr_format(&info.root, root, sizeof(root));
+    memset(&info, 0, sizeof(info)); /* the secret goes no further */
+    if (strlen(root) >= len)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    memcpy(text, root, strlen(root) + 1);
+    return WEFT_OK;
+}
+
 weft_status_t weft_unique_id_validate(const weft_unique_id_t *id)
 {
     weft_uid_info_t info;

@@ -10,6 +10,7 @@
 #include "util.h"
 #include "trust.h"
 #include "watch.h"
+#include "weft/device.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -48,11 +49,11 @@ void weft_comm_leave(weft_comm_t *comm)
  * range (param_list.h): checked at every communicator's start. */
 static weft_status_t params_check(void)
 {
-    for (int i = 0; i < WEFT_P_COUNT; i++) {
-        const weft_param_info_t *p = weft_param_info((weft_param_id_t)i);
+    const weft_param_info_t *p;
+    for (size_t i = 0; (p = weft_param_at(i)) != NULL; i++) {
         if (p->type != WEFT_PARAM_INT || p->valid)
             continue;
-        weft_error(WEFT_SUB_INIT, "%s=%s is not valid: expected %s %ld .. %ld%s", p->name, getenv(p->name),
+        weft_error(WEFT_SUB_INIT, "%s=%s is not valid: expected %s %ld .. %ld%s", p->name, p->env,
                    p->size ? "a size" : "an integer", p->min, p->max, p->size ? " (K, M, G suffixes allowed)" : "");
         return WEFT_ERR_INVALID_ARGUMENT;
     }
@@ -96,13 +97,59 @@ static const char *config_backend(const weft_comm_config_t *cfg)
     return weft_param_str(WEFT_P_BACKEND);
 }
 
+/* A network provider's error hook: a lost peer becomes the communicator's
+ * error. */
+static void peer_lost(void *arg, int peer, weft_status_t status)
+{
+    weft_comm_t *comm = arg;
+    weft_comm_set_async_error(comm, status);
+    /* Device code waiting on any peer gives up instead of timing out later. */
+    weft_dev_record(comm->ctl, WEFT_DEV_PEER_LOST, peer, WEFT_DEV_OP_SEMA_WAIT);
+}
+
+weft_status_t weft_comm_net_get(weft_comm_t *comm, int idx, weft_comm_net_t **out)
+{
+    weft_net_env_t env = {0};
+    weft_status_t status;
+
+    if (comm->net[idx]) {
+        *out = comm->net[idx];
+        return WEFT_OK;
+    }
+    env.auth = &comm->auth;
+    env.rank = comm->rank;
+    env.nranks = comm->nranks;
+    weft_bootstrap_local_addr(comm->boot, &env.local);
+    env.op_timeout_ms = comm->op_timeout_ms;
+    env.handshake_timeout_ms = (int)weft_param_int(WEFT_P_HANDSHAKE_TIMEOUT_MS);
+    env.wake_fd = comm->wake_fd;
+    env.gpu = comm->gpu;
+    env.gctx = comm->gctx;
+    env.on_error = peer_lost;
+    env.on_error_arg = comm;
+    if ((status = weft_comm_net_start(idx, &env, &comm->net[idx])) != WEFT_OK)
+        return status;
+    *out = comm->net[idx];
+    return WEFT_OK;
+}
+
+unsigned weft_comm_peer_transport(const weft_comm_t *comm, int peer)
+{
+    int same = memcmp(weft_bootstrap_hostid(comm->boot, peer), comm->hostid, WEFT_HOSTID_BYTES) == 0 &&
+               (comm->caps & WEFT_CAP_IPC);
+    return same ? WEFT_TRANSPORT_IPC : comm->net_transport;
+}
+
 /* Live communicators: destroying one twice is refused (weft.h). */
 static weft_handle_set_t live_comms = WEFT_HANDLE_SET_INIT;
 
 static void comm_free(weft_comm_t *comm)
 {
     weft_watch_stop(comm->watch);
-    weft_comm_net_free(comm);
+    for (int i = 0; i < WEFT_NET_COUNT; i++) {
+        weft_comm_net_stop(comm->net[i]);
+        comm->net[i] = NULL;
+    }
     weft_ipc_destroy(comm->ipc);
     weft_reg_table_free(comm);
     if (comm->ctl && comm->gctx)
@@ -268,7 +315,8 @@ static weft_status_t comm_create(const weft_uid_info_t *uid, int nranks, int ran
         (status = weft_ipc_create(&comm->auth, rank, &comm->ipc)) != WEFT_OK)
         goto err;
     weft_ipc_set_handler(comm->ipc, weft_reg_serve, comm);
-    if ((status = weft_comm_net_choose(comm)) != WEFT_OK)
+    if ((status = weft_comm_net_choose(comm->boot, rank, nranks, comm->local_size == nranks,
+                                       &comm->net_transport)) != WEFT_OK)
         goto err;
     /* Everyone's services are up before anyone uses them (the allgather
      * is that barrier too). */
@@ -324,22 +372,19 @@ weft_status_t weft_comm_init(const weft_unique_id_t *id, int nranks, int rank, c
 /* Rank and size from the launcher's environment, first match wins. */
 static int env_rank_size(int *rank, int *size)
 {
-    static const char *const pairs[][2] = {
-        {"WEFT_RANK", "WEFT_NRANKS"},
-        {"RANK", "WORLD_SIZE"},
-        {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
-        {"PMI_RANK", "PMI_SIZE"},
-        {"PMIX_RANK", "PMIX_SIZE"},
-        {"SLURM_PROCID", "SLURM_NTASKS"},
+    static const weft_param_id_t pairs[][2] = {
+        {WEFT_P_RANK_WEFT, WEFT_P_NRANKS_WEFT},   {WEFT_P_RANK_TORCH, WEFT_P_NRANKS_TORCH},
+        {WEFT_P_RANK_OMPI, WEFT_P_NRANKS_OMPI},   {WEFT_P_RANK_PMI, WEFT_P_NRANKS_PMI},
+        {WEFT_P_RANK_PMIX, WEFT_P_NRANKS_PMIX},   {WEFT_P_RANK_SLURM, WEFT_P_NRANKS_SLURM},
     };
     for (size_t i = 0; i < WEFT_ARRAY_SIZE(pairs); i++) {
-        const char *r = getenv(pairs[i][0]), *s = getenv(pairs[i][1]);
+        const char *r = weft_param_env_now(pairs[i][0]), *s = weft_param_env_now(pairs[i][1]);
         long rv, sv;
         if (!r || !s)
             continue;
         if (!weft_parse_long(s, 1, WEFT_MAX_RANKS, &sv) || !weft_parse_long(r, 0, sv - 1, &rv)) {
-            weft_error_note("launcher environment: %s=%s / %s=%s is not a valid rank and size", pairs[i][0], r,
-                            pairs[i][1], s);
+            weft_error_note("launcher environment: %s=%s / %s=%s is not a valid rank and size",
+                            weft_param_info(pairs[i][0])->name, r, weft_param_info(pairs[i][1])->name, s);
             return -1;
         }
         *rank = (int)rv;
@@ -355,9 +400,9 @@ weft_status_t weft_comm_init_from_env(const weft_comm_config_t *config, weft_com
 {
     /* Launch settings are read now, not cached: a process may create
      * several jobs, and launchers set them just before the call. */
-    const char *root_text = getenv(weft_param_info(WEFT_P_ROOT)->name);
-    const char *id_text = getenv(weft_param_info(WEFT_P_UNIQUE_ID)->name);
-    const char *trust = getenv(weft_param_info(WEFT_P_TRUST_LOCAL)->name);
+    const char *root_text = weft_param_env_now(WEFT_P_ROOT);
+    const char *id_text = weft_param_env_now(WEFT_P_UNIQUE_ID);
+    const char *trust = weft_param_env_now(WEFT_P_TRUST_LOCAL);
     weft_uid_info_t uid;
     weft_status_t status;
     int rank, nranks, timeout;
@@ -444,7 +489,7 @@ weft_status_t weft_comm_destroy(weft_comm_t *comm)
 /* WEFT_NVLS_ENABLE=1 and not NCCL_NVLS_ENABLE=0. */
 int weft_switch_enabled(void)
 {
-    const char *nccl = getenv("NCCL_NVLS_ENABLE");
+    const char *nccl = weft_param_env_now(WEFT_P_NCCL_NVLS_ENABLE);
     return weft_param_int(WEFT_P_NVLS_ENABLE) == 1 && !(nccl && strcmp(nccl, "0") == 0);
 }
 

@@ -6,22 +6,9 @@
 #include "auth.h"
 #include "bootstrap.h"
 #include "backend.h"
+#include "comm_net.h"
 #include "ipc.h"
-#include "net.h"
 #include "weft.h"
-
-/* A network provider's state in one communicator (created on first use). */
-typedef struct {
-    const weft_net_ops_t *ops;
-    weft_net_ctx_t *ctx;
-    weft_net_listener_t *listener;
-    uint8_t addr[WEFT_NET_ADDR_BYTES]; /* the listener's, as peers connect to it */
-} weft_comm_net_t;
-
-/* Index of a network transport in weft_comm.net and in memory handles. */
-#define WEFT_NET_ETHERNET 0
-#define WEFT_NET_IB 1
-#define WEFT_NET_COUNT 2
 
 /* How a higher floor releases what it hung on a communicator (weft_comm_on_destroy). */
 typedef void (*weft_comm_release_fn_t)(weft_comm_t *comm);
@@ -85,20 +72,12 @@ int weft_switch_enabled(void);
 
 /* Copies @p bytes from the host to device-visible memory (synchronously). */
 weft_status_t weft_comm_to_device(weft_comm_t *comm, void *dst, const void *src, size_t bytes);
-/* comm_net.c: the transport to reach @p peer: IPC on this host, else the
- * network's (WEFT_NET_TRANSPORT). */
+/* The transport to reach @p peer: IPC on this host, else the network's
+ * (WEFT_NET_TRANSPORT, chosen at init: weft_comm_net_choose). */
 unsigned weft_comm_peer_transport(const weft_comm_t *comm, int peer);
-
-/* comm_net.c, at init (collective): the transport between hosts, from
- * WEFT_NET_TRANSPORT; "auto" takes ib where every rank has a usable port
- * (ranks agree over the bootstrap), else ethernet. */
-weft_status_t weft_comm_net_choose(weft_comm_t *comm);
-/* comm_net.c: the provider of network transport @p idx, started on first
- * use (caller holds the lock); released by weft_comm_net_free. */
+/* The provider of network transport @p idx (WEFT_NET_*), started on first
+ * use (caller holds the lock); released with the communicator. */
 weft_status_t weft_comm_net_get(weft_comm_t *comm, int idx, weft_comm_net_t **net);
-void weft_comm_net_free(weft_comm_t *comm);
-/* WEFT_NET_ETHERNET/IB for a transport bit, -1 for others. */
-int weft_net_index(unsigned transport);
 
 /* Reserved bootstrap tag space for pairwise setup with @p peer. */
 uint64_t weft_comm_pair_tag(weft_comm_t *comm, int peer);

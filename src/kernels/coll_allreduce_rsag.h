@@ -61,7 +61,7 @@ WEFT_DEVICE int weft_coll_rsag_chunk(const weft_kctx_t *k, weft_coll_args_t *a, 
  */
 WEFT_DEVICE void weft_coll_allreduce_rsag(const weft_kctx_t *k, void *args)
 {
-    weft_coll_mesh(k, (weft_coll_args_t *)args, 1, 1, weft_coll_stage_chunk, weft_coll_allreduce_zc,
+    weft_coll_mesh(k, (weft_coll_args_t *)args, 1, WEFT_COLL_ZC_OUTPUTS, weft_coll_stage_chunk, weft_coll_allreduce_zc,
                    weft_coll_rsag_chunk);
 }
 

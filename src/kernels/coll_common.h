@@ -45,6 +45,7 @@
 #include "weft/device.h"
 #include "weft/dtype.h"
 #include "weft/switch.h"
+#include "grid_barrier.h"
 
 typedef enum {
     WEFT_COLL_ALLREDUCE = 0,
@@ -129,25 +130,7 @@ WEFT_DEVICE int weft_coll_grid_sync_or(const weft_kctx_t *k, weft_coll_args_t *a
 {
     weft_block_sync(k);
     if (k->nblocks > 1 && k->thread == 0) {
-        uint64_t gen = weft_load_acquire_u64(&a->gbar[1]), start = 0;
-        unsigned spins = 0;
-        weft_fence_system(); /* our block's writes before the arrival */
-        if (weft_fetch_add_relaxed_u64(&a->gbar[0], 1) == k->nblocks - 1) {
-            weft_store_relaxed_u64(&a->gbar[0], 0);
-            weft_fence_system();
-            weft_store_release_u64(&a->gbar[1], gen + 1); /* pairs with the acquire below */
-        } else {
-            while (weft_load_acquire_u64(&a->gbar[1]) == gen) {
-                if (spins++ == 0)
-                    start = weft_clock_ns();
-                else if ((spins & 63) == 0 && weft_dev_give_up(a->ctl, start, a->rank, WEFT_DEV_OP_SEMA_WAIT)) {
-                    bad = 1;
-                    break;
-                }
-                weft_spin_pause(spins);
-            }
-        }
-        weft_fence_system();
+        bad = weft_grid_barrier_wait(a->ctl, &a->gbar[0], &a->gbar[1], k->nblocks, a->rank) || bad;
         bad = bad || weft_load_relaxed_u64(&a->ctl->error) != 0; /* another block's failure */
     }
     return weft_block_sync_or(k, bad);
@@ -537,17 +520,6 @@ WEFT_DEVICE int weft_coll_zc_meet(const weft_kctx_t *k, weft_coll_args_t *a, con
     return any ? 2 : 0;
 }
 
-/* The barrier after a chunk is staged: at the first chunk it is also the
- * zero-copy agreement, with weft_coll_zc_meet's answers (then 2 leaves
- * the caller to stage and meet once more); at the others, 0 or -1. */
-WEFT_DEVICE int weft_coll_zc_step(const weft_kctx_t *k, weft_coll_args_t *a, int first_chunk, const char **in,
-                                  char **out, int need_out)
-{
-    if (!first_chunk)
-        return weft_coll_barrier(k, a) ? -1 : 0;
-    return weft_coll_zc_meet(k, a, in, out, need_out);
-}
-
 /* After the first barrier: rank @p q's input as mapped here if it
  * published one in a window (weft_coll_zc_publish), else NULL. */
 WEFT_DEVICE const char *weft_coll_zc_input_of(const weft_kctx_t *k, const weft_coll_args_t *a, int q)
@@ -561,6 +533,35 @@ WEFT_DEVICE const char *weft_coll_zc_input_of(const weft_kctx_t *k, const weft_c
     if ((p = weft_coll_zc_cell(a, q, iw, weft_load_relaxed_u64(&row[1]))) != NULL)
         weft_coll_zc_count(k, a);
     return p;
+}
+
+/* What a mesh body's zero-copy path reads and writes (weft_coll_mesh):
+ * every rank's input; every rank's input and output; or the root's input
+ * alone (the other ranks need no windows). */
+#define WEFT_COLL_ZC_INPUTS 0
+#define WEFT_COLL_ZC_OUTPUTS 1
+#define WEFT_COLL_ZC_ROOT_INPUT 2
+
+/* The barrier after a chunk is staged: at the first chunk it is also the
+ * zero-copy agreement, with weft_coll_zc_meet's answers (then 2 leaves
+ * the caller to stage and meet once more; never for @p zc
+ * WEFT_COLL_ZC_ROOT_INPUT, where the root's row alone decides and only
+ * in[root] is filled); at the others, 0 or -1. */
+WEFT_DEVICE int weft_coll_zc_step(const weft_kctx_t *k, weft_coll_args_t *a, int first_chunk, const char **in,
+                                  char **out, int zc)
+{
+    const char *root_in;
+    if (!first_chunk)
+        return weft_coll_barrier(k, a) ? -1 : 0;
+    if (zc != WEFT_COLL_ZC_ROOT_INPUT)
+        return weft_coll_zc_meet(k, a, in, out, zc == WEFT_COLL_ZC_OUTPUTS);
+    if (weft_coll_barrier(k, a))
+        return -1;
+    /* non-NULL only if the root published, so nranks <= WEFT_COLL_MAX_FAN */
+    if ((root_in = weft_coll_zc_input_of(k, a, a->root)) == NULL)
+        return 0;
+    in[a->root] = root_in;
+    return 1;
 }
 
 
@@ -604,9 +605,9 @@ typedef int (*weft_coll_chunk_fn_t)(const weft_kctx_t *k, weft_coll_args_t *a, u
  * does the team's whole range and a last barrier keeps every buffer in use
  * until every rank is done with it; if only some do, those stage then and
  * everyone meets once more, so every rank passes the same barriers.
- * @p need_out: the zero-copy path writes peers' outputs too.
+ * @p zc: what the zero-copy path needs (WEFT_COLL_ZC_*).
  */
-WEFT_DEVICE void weft_coll_mesh(const weft_kctx_t *k, weft_coll_args_t *a, uint64_t copies, int need_out,
+WEFT_DEVICE void weft_coll_mesh(const weft_kctx_t *k, weft_coll_args_t *a, uint64_t copies, int zc,
                                 weft_coll_stage_fn_t stage, weft_coll_zc_fn_t zero_copy, weft_coll_chunk_fn_t step)
 {
     uint64_t chunk = weft_coll_chunk(k, a, copies), first, end;
@@ -616,12 +617,13 @@ WEFT_DEVICE void weft_coll_mesh(const weft_kctx_t *k, weft_coll_args_t *a, uint6
     weft_coll_range(k, a, a->count, &first, &end);
     if (first >= end)
         return;
-    windows = weft_coll_zc_publish(k, a, need_out);
+    windows = weft_coll_zc_publish(k, a, zc == WEFT_COLL_ZC_OUTPUTS) &&
+              (zc != WEFT_COLL_ZC_ROOT_INPUT || a->rank == a->root);
     for (uint64_t e0 = first; e0 < end; e0 += chunk) {
         uint64_t ce = end - e0 < chunk ? end - e0 : chunk;
         if (e0 != first || !windows)
             stage(k, a, e0, ce);
-        int m = weft_coll_zc_step(k, a, e0 == first, zin, zout, need_out);
+        int m = weft_coll_zc_step(k, a, e0 == first, zin, zout, zc);
         if (m < 0)
             return;
         if (m == 1) {

@@ -20,6 +20,7 @@
 #include "weft/device.h"
 #include "weft/dtype.h"
 #include "weft/switch.h"
+#include "grid_barrier.h"
 
 #if !WEFT_ON_GPU
 #include <string.h>
@@ -198,28 +199,8 @@ WEFT_DEVICE int weft_x_barrier(const weft_kctx_t *k, const weft_exec_args_t *a, 
 {
     int bad = 0;
     weft_block_sync(k);
-    if (k->thread == 0 && n > 1) {
-        uint64_t *cnt = &a->bar[2 * id], *gen = &a->bar[2 * id + 1];
-        uint64_t g = weft_load_acquire_u64(gen), start = 0;
-        unsigned spins = 0;
-        weft_fence_system();
-        if (weft_fetch_add_relaxed_u64(cnt, 1) == n - 1) {
-            weft_store_relaxed_u64(cnt, 0);
-            weft_fence_system();
-            weft_store_release_u64(gen, g + 1); /* pairs with the acquire below */
-        } else {
-            while (weft_load_acquire_u64(gen) == g) {
-                if (spins++ == 0)
-                    start = weft_clock_ns();
-                else if ((spins & 63) == 0 && weft_dev_give_up(a->ctl, start, a->rank, WEFT_DEV_OP_SEMA_WAIT)) {
-                    bad = 1;
-                    break;
-                }
-                weft_spin_pause(spins);
-            }
-        }
-        weft_fence_system();
-    }
+    if (k->thread == 0 && n > 1)
+        bad = weft_grid_barrier_wait(a->ctl, &a->bar[2 * id], &a->bar[2 * id + 1], n, a->rank);
     return weft_block_sync_or(k, bad);
 }
 

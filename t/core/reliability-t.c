@@ -310,12 +310,13 @@ static int every_int_has_a_range(void *arg)
 {
     int bad = 0;
     (void)arg;
-    for (int i = 0; i < WEFT_P_COUNT; i++) {
-        const weft_param_info_t *p = weft_param_info((weft_param_id_t)i);
+    const weft_param_info_t *p;
+    /* the core's and every backend section's */
+    for (size_t i = 0; (p = weft_param_at(i)) != NULL; i++) {
         long v;
         if (p->type != WEFT_PARAM_INT)
             continue;
-        if (!p->has_range || !weft_param_parse((weft_param_id_t)i, p->def, &v)) {
+        if (!p->has_range || !weft_param_parse_info(p, p->def, &v)) {
             fprintf(stderr, "# %s: %s\n", p->name, p->has_range ? "default out of its range" : "no range");
             bad++;
         }
@@ -661,6 +662,7 @@ int main(void)
         {"WEFT_BOOTSTRAP_MAX_PENDING", "0"},
         {"WEFT_BOOTSTRAP_MAX_PENDING", "12abc"},
         {"WEFT_NET_SOCKETS", "99"},
+        {"WEFT_NET_CHUNK_BYTES", "1K"},
         {"WEFT_COLL_SCRATCH_BYTES", "3T"},
         {"WEFT_DEVICE_TIMEOUT_MS", "-5"},
     };

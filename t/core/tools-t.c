@@ -26,13 +26,15 @@ int main(void)
 {
     static char out[65536];
     char cmd[1024];
-    plan(26);
+    plan(27);
     snprintf(cmd, sizeof(cmd), "%s/tools/weft-info", TOP_BUILDDIR);
     is_int(0, run(cmd, out, sizeof(out)), "weft-info runs");
     ok(strstr(out, "GPU backends: host") && strstr(out, "networks: ethernet"), "and shows backends and networks");
     snprintf(cmd, sizeof(cmd), "%s/tools/weft-info -c", TOP_BUILDDIR);
     is_int(0, run(cmd, out, sizeof(out)), "weft-info -c runs");
     ok(strstr(out, "WEFT_INIT_TIMEOUT_MS") && strstr(out, "WEFT_SOCKET_IFNAME"), "and lists the parameters");
+    ok(strstr(out, "WEFT_NET_SOCKETS") && strstr(out, "WEFT_NET_CHUNK_BYTES") && strstr(out, "1 .. 16"),
+       "and the ethernet provider's own, with their ranges");
     snprintf(cmd, sizeof(cmd), "%s/tools/weft-perf --ranks 3 bootstrap-allgather -b 8 -e 64K -f 16 -n 5 -w 1 2>&1",
              TOP_BUILDDIR);
     is_int(0, run(cmd, out, sizeof(out)), "weft-perf --ranks 3 bootstrap-allgather runs");

@@ -22,20 +22,15 @@
 
 #define VMM_MAGIC 0x4d4d5657u /* "WVMM": a cuMem allocation, its fd passed beside */
 
-/* A driver function through the runtime's entry-point lookup (no libcuda
- * link: the library loads where no driver is installed); NULL if absent. */
-void *weft_cuda_driver_entry(const char *name)
-{
-    void *fn = NULL;
-    enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-#if CUDART_VERSION >= 12050
-    if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q) != cudaSuccess)
-#else
-    if (cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault, &q) != cudaSuccess)
-#endif
-        return NULL;
-    return q == cudaDriverEntryPointSuccess ? fn : NULL;
-}
+/* What only the cuda backend reads (weft-info -c lists it). */
+enum { CUDA_P_VMM };
+static weft_param_info_t cuda_param_list[] = {
+    [CUDA_P_VMM] = WEFT_PARAM_DEF_INT("WEFT_CUDA_VMM", "1", 0, 1, NUM,
+                                      "cuda: 1 (default) allocates device memory with cuMem VMM, shared as file "
+                                      "descriptors, where the driver can (legacy IPC otherwise); 0 uses cudaMalloc "
+                                      "and legacy IPC handles"),
+};
+WEFT_PARAM_SECTION(cuda_params, "cuda", cuda_param_list)
 
 /*
  * dma-buf export of device memory, for NICs to register it
@@ -79,31 +74,6 @@ weft_status_t weft_cuda_dmabuf_export(weft_gpu_ctx_t *ctx, void *ptr, size_t byt
  * address range; exporting it gives a file descriptor, and a peer that
  * receives the fd imports the handle and maps it in its own range.
  */
-typedef weft_cuda_vmm_api_t vmm_api_t;
-
-static vmm_api_t vmm;
-static int vmm_found;
-static pthread_once_t vmm_once = PTHREAD_ONCE_INIT;
-
-static void vmm_lookup(void)
-{
-#define VMM_ENTRY(field, name) (*(void **)&vmm.field = weft_cuda_driver_entry(name)) != NULL
-    vmm_found = VMM_ENTRY(device_get, "cuDeviceGet") && VMM_ENTRY(attribute, "cuDeviceGetAttribute") &&
-                VMM_ENTRY(granularity, "cuMemGetAllocationGranularity") && VMM_ENTRY(create, "cuMemCreate") &&
-                VMM_ENTRY(release, "cuMemRelease") && VMM_ENTRY(reserve, "cuMemAddressReserve") &&
-                VMM_ENTRY(address_free, "cuMemAddressFree") && VMM_ENTRY(map, "cuMemMap") &&
-                VMM_ENTRY(unmap, "cuMemUnmap") && VMM_ENTRY(set_access, "cuMemSetAccess") &&
-                VMM_ENTRY(export_handle, "cuMemExportToShareableHandle") &&
-                VMM_ENTRY(import_handle, "cuMemImportFromShareableHandle");
-#undef VMM_ENTRY
-}
-
-const weft_cuda_vmm_api_t *weft_cuda_vmm(void)
-{
-    pthread_once(&vmm_once, vmm_lookup);
-    return vmm_found ? &vmm : NULL;
-}
-
 /* A mapped VMM allocation (ours, or a peer's imported). */
 typedef struct {
     CUmemGenericAllocationHandle handle;
@@ -114,53 +84,24 @@ typedef struct {
 /* The device supports VMM with fd handles, and WEFT_CUDA_VMM is not 0. */
 static int vmm_usable(weft_gpu_ctx_t *ctx, CUmemAllocationProp *prop, size_t *gran)
 {
+    const weft_cuda_vmm_api_t *vmm;
     CUdevice dev;
     int vmm_ok = 0, fd_ok = 0, rdma = 0;
-    if (weft_param_int(WEFT_P_CUDA_VMM) == 0)
+    if (weft_param_section_int(&cuda_params, CUDA_P_VMM) == 0)
         return 0;
-    pthread_once(&vmm_once, vmm_lookup);
-    if (!vmm_found || vmm.device_get(&dev, weft_cuda_ctx_device(ctx)) != CUDA_SUCCESS ||
-        vmm.attribute(&vmm_ok, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev) != CUDA_SUCCESS ||
-        vmm.attribute(&fd_ok, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, dev) != CUDA_SUCCESS ||
+    if (!(vmm = weft_cuda_vmm()) || vmm->device_get(&dev, weft_cuda_ctx_device(ctx)) != CUDA_SUCCESS ||
+        vmm->attribute(&vmm_ok, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev) != CUDA_SUCCESS ||
+        vmm->attribute(&fd_ok, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, dev) != CUDA_SUCCESS ||
         !vmm_ok || !fd_ok)
         return 0;
-    vmm.attribute(&rdma, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED, dev);
+    vmm->attribute(&rdma, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED, dev);
     memset(prop, 0, sizeof(*prop));
     prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
     prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     prop->location.id = dev;
     prop->requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
     prop->allocFlags.gpuDirectRDMACapable = rdma ? 1 : 0; /* NICs may register it (dma-buf) */
-    return vmm.granularity(gran, prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) == CUDA_SUCCESS && *gran > 0;
-}
-
-weft_status_t weft_cuda_check(CUresult r, const char *what)
-{
-    if (r == CUDA_SUCCESS)
-        return WEFT_OK;
-    weft_error(WEFT_SUB_GPU, "cuda backend: %s failed (driver error %d)", what, (int)r);
-    return r == CUDA_ERROR_OUT_OF_MEMORY ? WEFT_ERR_NO_MEMORY : WEFT_ERR_BACKEND;
-}
-
-weft_status_t weft_cuda_map_rw(CUmemGenericAllocationHandle handle, size_t size, size_t align, int device,
-                               CUdeviceptr *va)
-{
-    CUmemAccessDesc access;
-    weft_status_t status;
-    memset(&access, 0, sizeof(access));
-    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    access.location.id = device;
-    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    if ((status = weft_cuda_check(vmm.reserve(va, size, align, 0, 0), "cuMemAddressReserve")) != WEFT_OK)
-        return status;
-    if ((status = weft_cuda_check(vmm.map(*va, size, 0, handle, 0), "cuMemMap")) == WEFT_OK &&
-        (status = weft_cuda_check(vmm.set_access(*va, size, &access, 1), "cuMemSetAccess")) != WEFT_OK)
-        vmm.unmap(*va, size);
-    if (status != WEFT_OK) {
-        vmm.address_free(*va, size);
-        *va = 0;
-    }
-    return status;
+    return vmm->granularity(gran, prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) == CUDA_SUCCESS && *gran > 0;
 }
 
 /* Maps @p handle (of @p size bytes) at a new range, read-write for our device. */
@@ -183,9 +124,10 @@ static weft_status_t vmm_map(weft_gpu_ctx_t *ctx, CUmemGenericAllocationHandle h
 
 static void vmm_unmap(vmm_alloc_t *v)
 {
-    vmm.unmap(v->va, v->size);
-    vmm.release(v->handle);
-    vmm.address_free(v->va, v->size);
+    const weft_cuda_vmm_api_t *vmm = weft_cuda_vmm(); /* non-NULL: vmm_usable passed */
+    vmm->unmap(v->va, v->size);
+    vmm->release(v->handle);
+    vmm->address_free(v->va, v->size);
     free(v);
 }
 
@@ -207,6 +149,7 @@ static uint64_t cuda_caps(weft_gpu_ctx_t *ctx)
 
 static weft_status_t cuda_mem_alloc(weft_gpu_ctx_t *ctx, size_t bytes, unsigned flags, weft_gpu_alloc_t *out)
 {
+    const weft_cuda_vmm_api_t *vmm = weft_cuda_vmm(); /* non-NULL: vmm_usable passed */
     CUmemAllocationProp prop;
     CUmemGenericAllocationHandle h;
     size_t gran, size;
@@ -216,10 +159,10 @@ static weft_status_t cuda_mem_alloc(weft_gpu_ctx_t *ctx, size_t bytes, unsigned 
     if (!vmm_usable(ctx, &prop, &gran))
         return WEFT_ERR_UNSUPPORTED;
     size = (bytes + gran - 1) / gran * gran;
-    if ((status = weft_cuda_check(vmm.create(&h, size, &prop, 0), "cuMemCreate")) != WEFT_OK)
+    if ((status = weft_cuda_check(vmm->create(&h, size, &prop, 0), "cuMemCreate")) != WEFT_OK)
         return status;
     if ((status = vmm_map(ctx, h, size, gran, &v)) != WEFT_OK) {
-        vmm.release(h);
+        vmm->release(h);
         return status;
     }
     if ((status = weft_cuda_zero_fill(ctx, (void *)v->va, size)) != WEFT_OK) {
@@ -245,13 +188,14 @@ static weft_status_t cuda_release(weft_gpu_ctx_t *ctx, void *priv)
 /* blob: u32 VMM magic | u32 reserved | u64 size; the fd goes beside it */
 static weft_status_t cuda_ipc_export(weft_gpu_ctx_t *ctx, const weft_gpu_alloc_t *alloc, weft_gpu_ipc_export_t *out)
 {
+    const weft_cuda_vmm_api_t *vmm = weft_cuda_vmm(); /* non-NULL: vmm_usable passed */
     const vmm_alloc_t *v = alloc->priv;
     uint32_t magic = VMM_MAGIC;
     uint64_t size = v->size;
     int fd = -1;
     weft_status_t status;
     (void)ctx;
-    if ((status = weft_cuda_check(vmm.export_handle(&fd, v->handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+    if ((status = weft_cuda_check(vmm->export_handle(&fd, v->handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
                                   "cuMemExportToShareableHandle")) != WEFT_OK)
         return status;
     memset(out, 0, sizeof(*out));
@@ -265,6 +209,7 @@ static weft_status_t cuda_ipc_export(weft_gpu_ctx_t *ctx, const weft_gpu_alloc_t
 static weft_status_t cuda_ipc_import(weft_gpu_ctx_t *ctx, const uint8_t *blob, uint32_t blob_len, int fd,
                                      size_t size, void **ptr, void **handle_out)
 {
+    const weft_cuda_vmm_api_t *vmm = weft_cuda_vmm();
     CUmemGenericAllocationHandle handle;
     CUmemAllocationProp prop;
     size_t gran;
@@ -285,13 +230,13 @@ static weft_status_t cuda_ipc_import(weft_gpu_ctx_t *ctx, const uint8_t *blob, u
         weft_error(WEFT_SUB_GPU, "cuda backend: a VMM export (%zu bytes, fd %d) this process cannot import", size, fd);
         return WEFT_ERR_INVALID_ARGUMENT;
     }
-    st = weft_cuda_check(vmm.import_handle(&handle, (void *)(uintptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+    st = weft_cuda_check(vmm->import_handle(&handle, (void *)(uintptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
                          "cuMemImportFromShareableHandle");
     close(fd); /* the handle holds the memory now */
     if (st != WEFT_OK)
         return st;
     if ((st = vmm_map(ctx, handle, size, gran, &v)) != WEFT_OK) {
-        vmm.release(handle);
+        vmm->release(handle);
         return st;
     }
     *ptr = (void *)v->va;

@@ -28,6 +28,22 @@
 
 #define RT_MAGIC 0x49505452u /* "RTPI": a legacy runtime IPC handle */
 
+/* The runtime backends' parameters (weft-info -c lists them): the cuda and
+ * hip builds of this file declare the same WEFT_GPU_WORK_QUEUES, listed
+ * once, and each its runtime's own variable for work queues. */
+enum { GPURT_P_WORK_QUEUES, GPURT_P_QUEUES_ENV };
+static weft_param_info_t gpurt_param_list[] = {
+    [GPURT_P_WORK_QUEUES] = WEFT_PARAM_DEF_INT(
+        "WEFT_GPU_WORK_QUEUES", "8", 0, 128, NUM,
+        "cuda, hip: hardware work queues to ask for before the runtime starts (sets CUDA_DEVICE_MAX_CONNECTIONS or "
+        "GPU_MAX_HW_QUEUES unless already set), so the proxy's copies never queue behind a running kernel; 0 leaves "
+        "the runtime's default"),
+    [GPURT_P_QUEUES_ENV] = WEFT_PARAM_DEF_STR(RT_QUEUES_ENV, "",
+                                              RT_NAME " runtime: its hardware work queues; when set, "
+                                                      "WEFT_GPU_WORK_QUEUES leaves it alone"),
+};
+WEFT_PARAM_SECTION(gpurt_params, RT_NAME, gpurt_param_list)
+
 struct weft_gpu_ctx {
     int device;
     rtStream_t internal; /* the backend's own work (zero-fill): one stream for the context's life */
@@ -61,9 +77,9 @@ static weft_status_t gpurt_check(rtError_t err, const char *what)
  */
 static void request_work_queues(void)
 {
-    long n = weft_param_int(WEFT_P_GPU_WORK_QUEUES);
+    long n = weft_param_section_int(&gpurt_params, GPURT_P_WORK_QUEUES);
     char value[24];
-    if (n <= 0 || getenv(RT_QUEUES_ENV))
+    if (n <= 0 || weft_param_section_info(&gpurt_params, GPURT_P_QUEUES_ENV)->env)
         return;
     snprintf(value, sizeof(value), "%ld", n);
     if (setenv(RT_QUEUES_ENV, value, 0) == 0)

@@ -123,9 +123,6 @@ struct weft_net_ep {
     uint64_t post_head, post_tail; /* polled .. posted */
 };
 
-/* -- ethernet_setup.c ---------------------------------------------------- */
-weft_eth_region_t *weft_eth_region_find(weft_net_ctx_t *ctx, uint32_t id, uint64_t key);
-
 /* -- ethernet_ep.c -------------------------------------------------------- */
 /* Starts the threads of an endpoint whose sockets are connected. */
 weft_status_t weft_eth_ep_start(weft_net_ep_t *ep);

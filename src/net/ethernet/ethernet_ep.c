@@ -269,6 +269,15 @@ static void applied_one(weft_eth_sock_t *s)
 }
 
 /* Receives a WRITE's payload into its region. */
+/* The region a frame names, if its key matches (caller holds regions_lock). */
+static weft_eth_region_t *region_find(weft_net_ctx_t *ctx, uint32_t id, uint64_t key)
+{
+    for (weft_eth_region_t *r = ctx->regions; r; r = r->next)
+        if (r->id == id)
+            return r->key == key ? r : NULL;
+    return NULL;
+}
+
 static weft_status_t land_write(weft_eth_sock_t *s, uint32_t id, uint64_t key, uint64_t off, uint64_t len,
                                 char *why, size_t whylen)
 {
@@ -289,7 +298,7 @@ static weft_status_t land_write(weft_eth_sock_t *s, uint32_t id, uint64_t key, u
     pthread_mutex_unlock(&ep->lock);
 #endif
     pthread_rwlock_rdlock(&ctx->regions_lock);
-    r = weft_eth_region_find(ctx, id, key);
+    r = region_find(ctx, id, key);
     if (!r || __builtin_add_overflow(off, len, &end) || end > r->bytes) {
         pthread_rwlock_unlock(&ctx->regions_lock);
         snprintf(why, whylen, "a write to region %u [%llu, +%llu) that is %s", id, (unsigned long long)off,
@@ -348,7 +357,7 @@ static weft_status_t land_signal(weft_eth_sock_t *s, int add, uint32_t id, uint6
         }
     }
     pthread_rwlock_rdlock(&ctx->regions_lock);
-    r = weft_eth_region_find(ctx, id, key);
+    r = region_find(ctx, id, key);
     if (!r || (off & 7) || __builtin_add_overflow(off, 8, &end) || end > r->bytes) {
         pthread_rwlock_unlock(&ctx->regions_lock);
         snprintf(why, whylen, "a signal to region %u offset %llu that is %s", id, (unsigned long long)off,

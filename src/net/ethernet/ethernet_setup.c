@@ -18,6 +18,17 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The ethernet provider's parameters (weft-info -c lists them). */
+enum { ETH_P_SOCKETS, ETH_P_CHUNK_BYTES };
+static weft_param_info_t eth_param_list[] = {
+    [ETH_P_SOCKETS] = WEFT_PARAM_DEF_INT("WEFT_NET_SOCKETS", "2", 1, 16, NUM,
+                                         "ethernet: TCP sockets per connection (1..16); writes are striped over them"),
+    [ETH_P_CHUNK_BYTES] = WEFT_PARAM_DEF_INT("WEFT_NET_CHUNK_BYTES", "524288", 4096, 1L << 28, SIZE,
+                                             "ethernet: largest frame of a write, bytes; also the staging buffer per "
+                                             "socket for device memory"),
+};
+WEFT_PARAM_SECTION(eth_params, "ethernet", eth_param_list)
+
 /* -- context and registrations ------------------------------------------ */
 
 static weft_status_t eth_init(const weft_net_env_t *env, weft_net_ctx_t **out)
@@ -28,12 +39,12 @@ static weft_status_t eth_init(const weft_net_env_t *env, weft_net_ctx_t **out)
     ctx->env = *env;
     pthread_rwlock_init(&ctx->regions_lock, NULL);
     ctx->next_region = 1;
-    ctx->nsockets = (int)weft_param_int(WEFT_P_NET_SOCKETS);
+    ctx->nsockets = (int)weft_param_section_int(&eth_params, ETH_P_SOCKETS);
     if (ctx->nsockets < 1 || ctx->nsockets > WEFT_ETH_MAX_SOCKETS) {
         weft_warn(WEFT_SUB_NET, "WEFT_NET_SOCKETS=%d out of 1..%d; using 2", ctx->nsockets, WEFT_ETH_MAX_SOCKETS);
         ctx->nsockets = 2;
     }
-    ctx->chunk = (size_t)weft_param_int(WEFT_P_NET_CHUNK_BYTES);
+    ctx->chunk = (size_t)weft_param_section_int(&eth_params, ETH_P_CHUNK_BYTES);
     if (ctx->chunk < 4096 || ctx->chunk > (64u << 20)) {
         weft_warn(WEFT_SUB_NET, "WEFT_NET_CHUNK_BYTES=%zu out of 4 KiB..64 MiB; using 512 KiB", ctx->chunk);
         ctx->chunk = 512 * 1024;
@@ -51,14 +62,6 @@ static void eth_fini(weft_net_ctx_t *ctx)
     }
     pthread_rwlock_destroy(&ctx->regions_lock);
     free(ctx);
-}
-
-weft_eth_region_t *weft_eth_region_find(weft_net_ctx_t *ctx, uint32_t id, uint64_t key)
-{
-    for (weft_eth_region_t *r = ctx->regions; r; r = r->next)
-        if (r->id == id)
-            return r->key == key ? r : NULL;
-    return NULL;
 }
 
 static weft_status_t eth_reg_mr(weft_net_ctx_t *ctx, void *ptr, size_t bytes, int device, weft_net_mr_t **mr_out,

@@ -19,6 +19,17 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+/* The ib provider's parameters (weft-info -c lists them). */
+enum { IB_P_HCA, IB_P_GID_INDEX };
+static weft_param_info_t ib_param_list[] = {
+    [IB_P_HCA] = WEFT_PARAM_DEF_STR("WEFT_IB_HCA", "",
+                                    "ib: HCAs to use, e.g. mlx5_0:1,mlx5_1 (prefix match; ^ excludes; =exact)"),
+    [IB_P_GID_INDEX] = WEFT_PARAM_DEF_INT("WEFT_IB_GID_INDEX", "-1", -1, 255, NUM,
+                                          "ib (RoCE): GID index to use; -1 picks a RoCE v2 IPv4-mapped GID, else v2, "
+                                          "else v1"),
+};
+WEFT_PARAM_SECTION(ib_params, "ib", ib_param_list)
+
 #define INFO_MAGIC 0x51544657u /* "WFTQ" */
 
 /* -- choosing and opening HCAs -------------------------------------------- */
@@ -36,7 +47,7 @@ static weft_status_t open_hca(weft_ib_hca_t *h, struct ibv_device *dev, int port
     struct ibv_port_attr pa;
     struct ibv_device_attr da;
     weft_ib_gid_t gids[256];
-    int n = 0, forced = (int)weft_param_int(WEFT_P_IB_GID_INDEX);
+    int n = 0, forced = (int)weft_param_section_int(&ib_params, IB_P_GID_INDEX);
 
     snprintf(h->name, sizeof(h->name), "%s", ibv_get_device_name(dev));
     h->port = port;
@@ -184,7 +195,7 @@ static int ib_usable(void)
     struct ibv_device **devs = ibv_get_device_list(&ndev);
     if (devs && ndev > 0) {
         n = list_ports(devs, ndev, ports, port_dev, 64);
-        n = weft_ib_select(ports, n, weft_param_str(WEFT_P_IB_HCA), NULL, -1, chosen, WEFT_IB_MAX_HCAS);
+        n = weft_ib_select(ports, n, weft_param_section_str(&ib_params, IB_P_HCA), NULL, -1, chosen, WEFT_IB_MAX_HCAS);
     }
     if (devs)
         ibv_free_device_list(devs);
@@ -198,7 +209,7 @@ static weft_status_t ib_init(const weft_net_env_t *env, weft_net_ctx_t **out)
     weft_ib_port_info_t ports[64];
     struct ibv_device *port_dev[64];
     int ndev = 0, nports = 0, chosen[WEFT_IB_MAX_HCAS], nchosen, gpu;
-    const char *spec = weft_param_str(WEFT_P_IB_HCA);
+    const char *spec = weft_param_section_str(&ib_params, IB_P_HCA);
     weft_status_t status = WEFT_OK;
 
     if (!ctx)
