@@ -414,7 +414,8 @@ static weft_status_t switch_setup(weft_comm_t *comm, struct weft_coll_ctx *x)
 
 /*
  * The default most blocks of a team-per-block launch: one per
- * multiprocessor of the device, shared among the ranks that run on it
+ * multiprocessor of the device (rounded down to a power of two), shared
+ * among the ranks that run on it
  * (every rank's block b must be resident at once: each team meets its
  * peers at every chunk), at most WEFT_COLL_MAX_TEAMS; the smallest over
  * the ranks, since every rank must launch the same shape. Measured on an
@@ -431,9 +432,12 @@ static weft_status_t agree_team_blocks(weft_comm_t *comm, unsigned *out)
     weft_status_t status;
     memset(&props, 0, sizeof(props));
     if (comm->gpu->props(comm->gctx, &props) == WEFT_OK && props.sm_count) {
+        unsigned sm = 1;
+        while (sm * 2 <= props.sm_count)
+            sm *= 2; /* a power of two: 132 SMs give 128 blocks, the total measured */
         for (int r = 0; r < comm->nranks; r++)
             sharing += comm->same_device && comm->same_device[r];
-        n = props.sm_count / WEFT_MAX(sharing, 1u);
+        n = sm / WEFT_MAX(sharing, 1u);
     }
     if (!(all = calloc((size_t)comm->nranks, sizeof(*all))))
         return WEFT_ERR_NO_MEMORY;
