@@ -169,8 +169,12 @@ int p2p_bench(weft_comm_t *comm, const perf_opts_t *o)
         goto out;
     }
     if (net) {
-        const char *ns = getenv("WEFT_NET_SOCKETS");
-        nsock = ns && atoi(ns) > 0 ? atoi(ns) : 2;
+        /* the reference uses as many sockets as the transport (WEFT_NET_SOCKETS) */
+        weft_param_desc_t d;
+        nsock = 2;
+        for (size_t i = 0; weft_param_describe(i, &d) == WEFT_OK; i++)
+            if (strcmp(d.name, "WEFT_NET_SOCKETS") == 0 && d.valid && d.int_value > 0)
+                nsock = (int)d.int_value;
         if (!(ref = tcp_ref_open(comm, p.rank, nsock, max))) {
             fprintf(stderr, "rank %d: raw TCP reference: cannot connect the two ranks\n", p.rank);
             goto out;

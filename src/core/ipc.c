@@ -260,7 +260,7 @@ weft_status_t weft_ipc_create(const weft_auth_t *auth, int rank, weft_ipc_t **ou
     pthread_mutex_init(&ipc->wlock, NULL);
     pthread_cond_init(&ipc->wcond, NULL);
     if (!base || !*base)
-        base = getenv("XDG_RUNTIME_DIR");
+        base = weft_param_env_now(WEFT_P_XDG_RUNTIME_DIR);
     if (!base || !*base || access(base, W_OK) != 0)
         base = "/tmp";
     snprintf(ipc->dir, sizeof(ipc->dir), "%s/weft-%u", base, (unsigned)geteuid());

@@ -203,14 +203,21 @@ NCCL_API ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
     return ncclSuccess;
 }
 
-/* WEFT_BACKEND if set; else the first GPU backend that sees a device. */
-static const char *pick_backend(void)
+/* WEFT_BACKEND (weft's parameter, through its table) if set; else the
+ * first GPU backend that sees a device; else the host. Communicators and
+ * ncclMemAlloc (nccl_mem.c) choose alike, so that the memory ncclMemAlloc
+ * gives is the memory of the backend they run on. */
+const char *nccl_pick_backend(void)
 {
     static const char *const gpus[] = {"cuda", "hip"};
-    const char *env = getenv("WEFT_BACKEND");
+    weft_param_desc_t d;
     int n;
-    if (env && *env)
-        return env;
+    for (size_t i = 0; weft_param_describe(i, &d) == WEFT_OK; i++)
+        if (strcmp(d.name, "WEFT_BACKEND") == 0) {
+            if (d.from_env && d.value && *d.value)
+                return d.value;
+            break;
+        }
     for (size_t i = 0; i < sizeof(gpus) / sizeof(gpus[0]); i++)
         if (weft_backend_device_count(gpus[i], &n) == WEFT_OK && n > 0)
             return gpus[i];
@@ -268,7 +275,7 @@ static ncclResult_t comm_connect(ncclComm_t c, const weft_unique_id_t *wid)
     weft_stream_t *probe = NULL;
     weft_status_t status;
     const char *name = "?";
-    cfg.backend = pick_backend();
+    cfg.backend = nccl_pick_backend();
     cfg.device = c->device;
     if ((status = weft_comm_init(wid, c->nranks, c->rank, &cfg, &c->w)) != WEFT_OK)
         return nccl_result(status);

@@ -81,4 +81,7 @@ int nccl_redop(ncclRedOp_t op, weft_redop_t *out);
 /* @p op's pre-multiplied sum on @p comm for @p t, or NULL. */
 const nccl_premul_t *nccl_premul(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t t);
 
+/* The backend communicators and ncclMemAlloc use (nccl_comm.c). */
+const char *nccl_pick_backend(void);
+
 #endif

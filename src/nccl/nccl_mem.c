@@ -17,29 +17,13 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-/* WEFT_BACKEND if set; else the first GPU backend that sees a device: the
- * same choice as communicators make (nccl_comm.c), so that what
- * ncclMemAlloc gives is the memory of the backend they run on. */
-static const char *mem_backend(void)
-{
-    static const char *const gpus[] = {"cuda", "hip"};
-    const char *env = getenv("WEFT_BACKEND");
-    int n;
-    if (env && *env)
-        return env;
-    for (size_t i = 0; i < sizeof(gpus) / sizeof(gpus[0]); i++)
-        if (weft_backend_device_count(gpus[i], &n) == WEFT_OK && n > 0)
-            return gpus[i];
-    return "host";
-}
-
 NCCL_API ncclResult_t ncclMemAlloc(void **ptr, size_t size)
 {
     weft_status_t status;
     void *p = NULL;
     if (!ptr || size == 0)
         return nccl_fail(ncclInvalidArgument, "ncclMemAlloc: %s", !ptr ? "ptr is NULL" : "size is 0");
-    if ((status = weft_mem_alloc_shareable(mem_backend(), size, &p)) != WEFT_OK)
+    if ((status = weft_mem_alloc_shareable(nccl_pick_backend(), size, &p)) != WEFT_OK)
         return nccl_fail(nccl_result(status), "ncclMemAlloc(%zu bytes): %s", size, weft_get_last_error());
     *ptr = p;
     return ncclSuccess;
