@@ -224,43 +224,28 @@ static int slowest(weft_comm_t *comm, double mine, double *out)
 
 #define BOUND_REPS 7
 
-/* Median over BOUND_REPS of the time per copy of @p bytes, @p per copies
- * queued back to back, the slowest of the ranks that copy (all, or rank 0
- * alone); us. Collective. */
-static int copy_time(weft_comm_t *comm, weft_stream_t *st, void *dst, const void *src, size_t bytes, int per,
-                     int alone, double *us)
+/* What one timed repetition queues on the stream: a copy (dst != NULL) of
+ * bytes, or a launch of the empty kernel. */
+typedef struct {
+    void *dst;
+    const void *src;
+    size_t bytes;
+} bound_op_t;
+
+static weft_status_t bound_op_queue(weft_stream_t *st, const bound_op_t *op)
 {
-    double t[BOUND_REPS];
-    int rank;
-    weft_comm_rank(comm, &rank);
-    for (int r = 0; r < BOUND_REPS; r++) {
-        double mine = 0;
-        if (weft_bootstrap_barrier(comm) != WEFT_OK)
-            return 1;
-        if (!alone || rank == 0) {
-            double t0 = perf_now_us();
-            for (int i = 0; i < per; i++)
-                if (weft_memcpy(st, dst, src, bytes) != WEFT_OK)
-                    return 1;
-            if (weft_stream_synchronize(st) != WEFT_OK)
-                return 1;
-            mine = (perf_now_us() - t0) / per;
-        }
-        if (slowest(comm, mine, &t[r]))
-            return 1;
-    }
-    qsort(t, BOUND_REPS, sizeof(double), cmp_double);
-    *us = t[BOUND_REPS / 2];
-    return 0;
+    uint64_t args = 0;
+    if (op->dst)
+        return weft_memcpy(st, op->dst, op->src, op->bytes);
+    return weft_launch_builtin(st, "empty", 1, 1, &args, sizeof(args));
 }
 
-/* Median over BOUND_REPS of the time per launch of the empty kernel,
- * @p per launches back to back on one stream, the slowest of the ranks
- * that launch (all at once, or rank 0 alone); us. Collective. */
-static int launch_time(weft_comm_t *comm, weft_stream_t *st, int per, int alone, double *us)
+/* Median over BOUND_REPS of the time per @p op, @p per of them queued back
+ * to back on one stream, the slowest of the ranks that queue them (all at
+ * once, or rank 0 alone); us. Collective. */
+static int op_time(weft_comm_t *comm, weft_stream_t *st, const bound_op_t *op, int per, int alone, double *us)
 {
     double t[BOUND_REPS];
-    uint64_t args = 0;
     int rank;
     weft_comm_rank(comm, &rank);
     for (int r = 0; r < BOUND_REPS; r++) {
@@ -270,7 +255,7 @@ static int launch_time(weft_comm_t *comm, weft_stream_t *st, int per, int alone,
         if (!alone || rank == 0) {
             double t0 = perf_now_us();
             for (int i = 0; i < per; i++)
-                if (weft_launch_builtin(st, "empty", 1, 1, &args, sizeof(args)) != WEFT_OK)
+                if (bound_op_queue(st, op) != WEFT_OK)
                     return 1;
             if (weft_stream_synchronize(st) != WEFT_OK)
                 return 1;
@@ -338,8 +323,8 @@ int perf_bound_measure(weft_comm_t *comm, weft_stream_t *stream, perf_bound_t *b
     if (weft_memcpy(stream, dst, src, b->copy_bytes) != WEFT_OK || weft_memcpy(stream, src, dst, b->copy_bytes) != WEFT_OK ||
         weft_stream_synchronize(stream) != WEFT_OK)
         goto fail;
-    if (copy_time(comm, stream, dst, src, b->copy_bytes, 3, 1, &alone_us) ||
-        copy_time(comm, stream, dst, src, b->copy_bytes, 3, 0, &all_us))
+    const bound_op_t copy = {dst, src, b->copy_bytes}, empty = {NULL, NULL, 0};
+    if (op_time(comm, stream, &copy, 3, 1, &alone_us) || op_time(comm, stream, &copy, 3, 0, &all_us))
         goto fail;
     /* read + write bytes per second: one rank alone, and the sum over the
      * ranks of one device copying at once (one CPU core does not fill a
@@ -347,7 +332,8 @@ int perf_bound_measure(weft_comm_t *comm, weft_stream_t *stream, perf_bound_t *b
     b->copy_alone_gbs = alone_us > 0 ? 2.0 * (double)b->copy_bytes / alone_us / 1e3 : 0;
     b->copy_all_gbs = all_us > 0 ? 2.0 * (double)b->copy_bytes * b->sharing / all_us / 1e3 : 0;
     b->copy_gbs = b->copy_alone_gbs > b->copy_all_gbs ? b->copy_alone_gbs : b->copy_all_gbs;
-    if (launch_time(comm, stream, 200, 1, &b->floor_alone_us) || launch_time(comm, stream, 200, 0, &b->floor_us))
+    if (op_time(comm, stream, &empty, 200, 1, &b->floor_alone_us) ||
+        op_time(comm, stream, &empty, 200, 0, &b->floor_us))
         goto fail;
     rc = 0;
     goto out;
