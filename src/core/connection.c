@@ -140,8 +140,7 @@ static weft_status_t ce_update(weft_connection_t *c, weft_mem_t *dst, uint64_t d
      * writes, where a copy costs a copy-engine round (WEFT_PORT_SIGNAL_STORE).
      * Where the device refuses it, every later update copies. */
     if (!c->no_store) {
-        if (weft_param_int(WEFT_P_PORT_SIGNAL_STORE) &&
-            c->comm->gpu->stream_write_u64(c->comm->gctx, d, value, s) == WEFT_OK)
+        if (c->comm->gpu->stream_write_u64(c->comm->gctx, d, value, s) == WEFT_OK)
             return WEFT_OK;
         c->no_store = 1;
         weft_debug(WEFT_SUB_IPC, "rank %d: updates to rank %d copy from host memory (no stream store)",
@@ -227,6 +226,7 @@ weft_status_t weft_connection_create(weft_comm_t *comm, int peer, unsigned trans
         c->ops = &ipc_direct_ops;
     } else {
         c->ops = &ipc_copy_engine_ops;
+        c->no_store = weft_param_int(WEFT_P_PORT_SIGNAL_STORE) == 0; /* decided once, not per update */
         status = comm->gpu->host_alloc_mapped(comm->gctx, WEFT_UPDATE_SLOTS * sizeof(uint64_t),
                                               (void **)&c->staging, (void **)&c->staging_dev);
         if (status != WEFT_OK) {
