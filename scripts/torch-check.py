@@ -15,13 +15,18 @@ on the host, for several dtypes where the collective reduces:
   broadcast, reduce, all_to_all_single (even and uneven splits, with
   zeros), all_to_all (lists), gather, scatter, send/recv, batch_isend_irecv,
   barrier, a CUDA-graph-captured all_reduce replayed, and tensors from a
-  torch.cuda.MemPool backed by ncclMemAlloc (the process group's allocator).
+  torch.cuda.MemPool backed by ncclMemAlloc (the process group's allocator,
+  or, where PyTorch refuses it on a GPU without multicast, a pluggable
+  allocator over ncclMemAlloc).
 
 Prints one line per check and exits non-zero when any fails.
 """
 import argparse
+import ctypes
 import os
+import subprocess
 import sys
+import tempfile
 import traceback
 
 import torch
@@ -38,6 +43,40 @@ def close(a, b, dtype):
     if dtype.is_floating_point:
         return torch.allclose(a, b, rtol=1e-5, atol=1e-5)
     return torch.equal(a, b)
+
+
+SHIM_C = r"""
+#include <stddef.h>
+#include <sys/types.h>
+/* ncclMemAlloc/ncclMemFree resolve to the preloaded NCCL library */
+extern int ncclMemAlloc(void **ptr, size_t size);
+extern int ncclMemFree(void *ptr);
+static long allocs;
+long shim_allocs(void) { return allocs; }
+void *shim_alloc(ssize_t size, int device, void *stream)
+{
+    void *p = NULL;
+    (void)device; (void)stream;
+    if (ncclMemAlloc(&p, (size_t)size) != 0) return NULL;
+    allocs++;
+    return p;
+}
+void shim_free(void *ptr, ssize_t size, int device, void *stream)
+{
+    (void)size; (void)device; (void)stream;
+    ncclMemFree(ptr);
+}
+"""
+
+
+def nccl_mem_shim():
+    """Builds (once per process) a pluggable-allocator shim over ncclMemAlloc."""
+    d = tempfile.mkdtemp(prefix="torch-check-shim.")
+    src, lib = os.path.join(d, "shim.c"), os.path.join(d, "libshim.so")
+    with open(src, "w") as f:
+        f.write(SHIM_C)
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", lib, src], check=True)
+    return lib
 
 
 class Checker:
@@ -243,12 +282,30 @@ def collectives(c, dev):
     c.check("all_reduce captured in a CUDA graph, replayed 3 times", graph)
 
     def mempool():
-        # tensors from the process group's allocator: ncclMemAlloc/ncclMemFree
-        backend = dist.group.WORLD._get_backend(torch.device("cuda"))
-        pool = torch.cuda.MemPool(backend.mem_allocator)
+        # tensors from ncclMemAlloc/ncclMemFree. The process group's own
+        # allocator (backend.mem_allocator) is refused by PyTorch itself on a
+        # GPU without multicast (ProcessGroupNCCL::supportsTensorAlloc asks
+        # the driver, whatever the NCCL library): there the same pool is
+        # built over a two-function shim that calls ncclMemAlloc/ncclMemFree
+        # of the preloaded library, and counts its calls so the check knows
+        # the tensors came from it.
+        try:
+            backend = dist.group.WORLD._get_backend(torch.device("cuda"))
+            pool, counter = torch.cuda.MemPool(backend.mem_allocator), None
+        except RuntimeError as e:
+            if "not supported" not in str(e):
+                raise
+            path = nccl_mem_shim()
+            alloc = torch.cuda.memory.CUDAPluggableAllocator(path, "shim_alloc", "shim_free")
+            pool, counter = torch.cuda.MemPool(alloc.allocator()), ctypes.CDLL(path).shim_allocs
+            if rank == 0:
+                print("mempool: PyTorch refuses its NCCL allocator here (%s); pool over ncclMemAlloc through a "
+                      "pluggable allocator instead" % e)
         with torch.cuda.use_mem_pool(pool):
             x = torch.full((1 << 20,), float(rank + 1), device=dev)
             y = torch.empty((1 << 20) * world, device=dev)
+        if counter is not None and counter() < 1:
+            raise RuntimeError("the pool's tensors did not come from ncclMemAlloc")
         dist.all_reduce(x)
         dist.all_gather_into_tensor(y, x)
         want = float(sum(r + 1 for r in range(world)))

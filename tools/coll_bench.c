@@ -377,7 +377,8 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
             goto out;
         }
         /* NCCL may be missing or refuse (one GPU per rank): said, then weft alone */
-        if (o->vs == PERF_VS_NCCL && !(ref = perf_nccl_ref_open(comm, b.stream, o, why, sizeof(why))) && b.rank == 0)
+        if (o->vs == PERF_VS_NCCL && !(ref = perf_nccl_ref_open(comm, b.stream, o, b.send, b.recv, alloc, why, sizeof(why))) &&
+            b.rank == 0)
             printf("# --vs nccl: %s; weft runs alone\n", why);
     }
     if (o->bound && perf_bound_measure(comm, b.stream, &bnd) != 0) {

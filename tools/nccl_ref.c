@@ -44,6 +44,13 @@ typedef struct {
     int (*recv)(void *, size_t, int, int, nccl_comm_t, void *);
     int (*group_start)(void);
     int (*group_end)(void);
+    /* --nccl-buffers register: the handles of weft-perf's two buffers */
+    int (*comm_register)(nccl_comm_t, void *, size_t, void **);
+    int (*comm_deregister)(nccl_comm_t, void *);
+    void *reg[2];
+    /* --nccl-buffers memalloc: buffers of its own, timed instead of weft-perf's */
+    int (*mem_free)(void *);
+    void *own[2];
 } nccl_ref_t;
 
 /* weft's type and op order to NCCL's enums (ncclInt8 .. ncclFloat8e5m2;
@@ -92,6 +99,10 @@ static double nccl_time_us(perf_ref_t *ref, const perf_opts_t *o, void *send, vo
     int rc = 0;
     if (!all)
         return -1;
+    if (n->own[0]) {
+        send = n->own[0];
+        recv = n->own[1];
+    }
     for (int i = 0; i < o->warmup && rc == 0; i++)
         rc = call(n, o, send, recv, count);
     if (rc == 0 && (weft_stream_synchronize(n->wstream) != WEFT_OK || weft_bootstrap_barrier(n->wcomm) != WEFT_OK))
@@ -122,6 +133,12 @@ static double nccl_time_us(perf_ref_t *ref, const perf_opts_t *o, void *send, vo
 static void nccl_close(perf_ref_t *ref)
 {
     nccl_ref_t *n = (nccl_ref_t *)ref;
+    for (int i = 0; i < 2; i++) {
+        if (n->reg[i])
+            n->comm_deregister(n->comm, n->reg[i]);
+        if (n->own[i])
+            n->mem_free(n->own[i]);
+    }
     if (n->comm)
         n->comm_destroy(n->comm);
     if (n->lib)
@@ -131,9 +148,47 @@ static void nccl_close(perf_ref_t *ref)
 
 /* Loads the library and makes a communicator over the same ranks; every
  * rank learns whether every rank succeeded. */
-perf_ref_t *perf_nccl_ref_open(weft_comm_t *comm, weft_stream_t *stream, const perf_opts_t *o, char *why,
-                               size_t len)
+/* 0, or -1 with the reason in @p why: the buffers --nccl-buffers asks for. */
+static int nccl_buffers(nccl_ref_t *n, const perf_opts_t *o, void *send, void *recv, size_t bytes, char *why,
+                        size_t len)
 {
+    void *bufs[2] = {send, recv};
+    int rc;
+    if (o->nccl_buffers == PERF_NCCL_BUF_REGISTER) {
+        *(void **)&n->comm_register = dlsym(n->lib, "ncclCommRegister");
+        *(void **)&n->comm_deregister = dlsym(n->lib, "ncclCommDeregister");
+        if (!n->comm_register || !n->comm_deregister) {
+            snprintf(why, len, "%s has no ncclCommRegister", n->ref.name);
+            return -1;
+        }
+        for (int i = 0; i < 2; i++)
+            if ((rc = n->comm_register(n->comm, bufs[i], bytes, &n->reg[i])) != 0) {
+                n->reg[i] = NULL;
+                snprintf(why, len, "ncclCommRegister of %zu bytes failed: %s", bytes, n->error_string(rc));
+                return -1;
+            }
+    } else if (o->nccl_buffers == PERF_NCCL_BUF_MEMALLOC) {
+        int (*mem_alloc)(void **, size_t) = (int (*)(void **, size_t))dlsym(n->lib, "ncclMemAlloc");
+        *(void **)&n->mem_free = dlsym(n->lib, "ncclMemFree");
+        if (!mem_alloc || !n->mem_free) {
+            snprintf(why, len, "%s has no ncclMemAlloc", n->ref.name);
+            return -1;
+        }
+        for (int i = 0; i < 2; i++)
+            if ((rc = mem_alloc(&n->own[i], bytes)) != 0) {
+                n->own[i] = NULL;
+                snprintf(why, len, "ncclMemAlloc of %zu bytes failed: %s", bytes, n->error_string(rc));
+                return -1;
+            }
+    }
+    return 0;
+}
+
+perf_ref_t *perf_nccl_ref_open(weft_comm_t *comm, weft_stream_t *stream, const perf_opts_t *o, void *send,
+                               void *recv, size_t bytes, char *why, size_t len)
+{
+    static const char *const buffer_names[] = {"weft-perf's", "weft-perf's, registered with ncclCommRegister",
+                                               "its own from ncclMemAlloc"};
     nccl_ref_t *n = calloc(1, sizeof(*n));
     const char *backend = "?";
     int ok = 1, *oks = NULL;
@@ -190,6 +245,8 @@ perf_ref_t *perf_nccl_ref_open(weft_comm_t *comm, weft_stream_t *stream, const p
                      n->error_string(rc));
             n->comm = NULL;
             ok = 0;
+        } else if (nccl_buffers(n, o, send, recv, bytes, why, len) != 0) {
+            ok = 0;
         }
     }
     oks = calloc((size_t)n->nranks, sizeof(int));
@@ -216,8 +273,9 @@ perf_ref_t *perf_nccl_ref_open(weft_comm_t *comm, weft_stream_t *stream, const p
         int version = 0;
         if (get_version)
             get_version(&version);
-        printf("# %s: %s, version %d\n", n->ref.name,
-               dlinfo(n->lib, RTLD_DI_LINKMAP, &map) == 0 && map ? map->l_name : "?", version);
+        printf("# %s: %s, version %d, timed on buffers: %s\n", n->ref.name,
+               dlinfo(n->lib, RTLD_DI_LINKMAP, &map) == 0 && map ? map->l_name : "?", version,
+               buffer_names[o->nccl_buffers]);
     }
     return &n->ref;
 }

@@ -21,6 +21,13 @@ typedef enum {
 
 enum { PERF_VS_NONE = 0, PERF_VS_MPI, PERF_VS_NCCL };
 
+/* --nccl-buffers: which memory the NCCL side of --vs nccl is timed on. */
+enum {
+    PERF_NCCL_BUF_SAME = 0, /* weft-perf's own buffers, as they are (cudaMalloc/hipMalloc; windows with --window) */
+    PERF_NCCL_BUF_REGISTER, /* the same buffers, registered with ncclCommRegister first */
+    PERF_NCCL_BUF_MEMALLOC  /* buffers of its own from ncclMemAlloc (results still checked on weft-perf's) */
+};
+
 typedef struct {
     perf_op_t kind;
     const char *name;
@@ -38,6 +45,7 @@ typedef struct {
     int vs;           /* --vs: PERF_VS_MPI or PERF_VS_NCCL (the same sweep through it, side by side) */
     int window;       /* --window: the buffers are registered as collective windows (zero-copy allreduce) */
     int bound;        /* --bound: measure the copy rate and launch floor, show each row against them */
+    int nccl_buffers; /* --nccl-buffers: PERF_NCCL_BUF_* */
 } perf_opts_t;
 
 #define PERF_ALL (-2)
@@ -120,10 +128,13 @@ struct perf_ref {
 };
 
 /* nccl_ref.c (--vs nccl): NCCL (RCCL on hip) loaded with dlopen, a
- * communicator over the same ranks, on @p stream. NULL, with the reason in
- * @p why, where it cannot run (collective: every rank gets the same answer). */
-perf_ref_t *perf_nccl_ref_open(weft_comm_t *comm, weft_stream_t *stream, const perf_opts_t *o, char *why,
-                               size_t len);
+ * communicator over the same ranks, on @p stream; @p send and @p recv are
+ * weft-perf's buffers of @p bytes each (registered with it, or replaced by
+ * its own from ncclMemAlloc, as o->nccl_buffers says). NULL, with the
+ * reason in @p why, where it cannot run (collective: every rank gets the
+ * same answer). */
+perf_ref_t *perf_nccl_ref_open(weft_comm_t *comm, weft_stream_t *stream, const perf_opts_t *o, void *send,
+                               void *recv, size_t bytes, char *why, size_t len);
 
 #ifdef WEFT_HAVE_MPI
 #include "launch.h"

@@ -271,14 +271,14 @@ static int rerun_under_mpirun(int nranks, int argc, char **argv)
 
 /* Long options: accepted before and after the operation. */
 enum { OPT_RANKS = 256, OPT_BACKEND, OPT_ALGO, OPT_JSON, OPT_PLOT, OPT_TRANSPORT, OPT_VS, OPT_WINDOW, OPT_BOUND, OPT_HELP,
-       OPT_PLAN };
+       OPT_PLAN, OPT_NCCL_BUFFERS };
 static const struct option longopts[] = {
     {"ranks", required_argument, NULL, OPT_RANKS}, {"backend", required_argument, NULL, OPT_BACKEND},
     {"algo", required_argument, NULL, OPT_ALGO},   {"json", required_argument, NULL, OPT_JSON},
     {"plot", required_argument, NULL, OPT_PLOT},   {"transport", required_argument, NULL, OPT_TRANSPORT},
     {"vs", required_argument, NULL, OPT_VS},       {"window", no_argument, NULL, OPT_WINDOW},
     {"bound", no_argument, NULL, OPT_BOUND},       {"help", no_argument, NULL, 'h'},
-    {"plan", required_argument, NULL, OPT_PLAN},
+    {"plan", required_argument, NULL, OPT_PLAN},   {"nccl-buffers", required_argument, NULL, OPT_NCCL_BUFFERS},
     {NULL, 0, NULL, 0}};
 
 /* --plan FILE (plan_perf.c): its file, and --vs builtin beside it */
@@ -308,6 +308,18 @@ static int long_option(int c, const char *arg, opts_t *o, weft_comm_config_t *cf
     case OPT_WINDOW: o->window = 1; break;
     case OPT_BOUND: o->bound = 1; break;
     case OPT_PLOT: o->plot = arg; break;
+    case OPT_NCCL_BUFFERS:
+        if (strcmp(arg, "same") == 0)
+            o->nccl_buffers = PERF_NCCL_BUF_SAME;
+        else if (strcmp(arg, "register") == 0)
+            o->nccl_buffers = PERF_NCCL_BUF_REGISTER;
+        else if (strcmp(arg, "memalloc") == 0)
+            o->nccl_buffers = PERF_NCCL_BUF_MEMALLOC;
+        else {
+            fprintf(stderr, "weft-perf: --nccl-buffers %s: same, register or memalloc\n", arg);
+            return 2;
+        }
+        break;
     case OPT_TRANSPORT:
         if (strcmp(arg, "ipc") == 0)
             o->transport = WEFT_TRANSPORT_IPC;
@@ -378,6 +390,9 @@ static void usage(FILE *out)
             "            weft-perf starts itself under mpirun -np N)\n"
             "  --vs nccl the same through NCCL (RCCL on hip), loaded at run time, on the same GPU\n"
             "            buffers and stream (cuda/hip backend; NCCL needs one GPU per rank)\n"
+            "  --nccl-buffers same|register|memalloc  with --vs nccl: time NCCL on weft-perf's buffers as\n"
+            "            they are (same, the default), registered first with ncclCommRegister, or on\n"
+            "            buffers of its own from ncclMemAlloc (values are checked on weft-perf's)\n"
             "  --plan FILE COLLECTIVE  the execution plan FILE (MSCCL++ JSON) runs the collective, over the\n"
             "            sizes its chunking admits (ranks: the plan's unless --ranks); --vs builtin puts\n"
             "            weft's built-in algorithm beside it with the ratio plan/built-in per size\n"
@@ -401,7 +416,7 @@ int main(int argc, char **argv)
             continue;
         switch (c) {
         case OPT_RANKS: case OPT_BACKEND: case OPT_ALGO: case OPT_JSON: case OPT_PLOT: case OPT_TRANSPORT:
-        case OPT_VS: case OPT_WINDOW: case OPT_BOUND:
+        case OPT_VS: case OPT_WINDOW: case OPT_BOUND: case OPT_NCCL_BUFFERS:
             if ((rc = long_option(c, optarg, &o, &cfg, &nranks, &algo)) != 0)
                 return rc;
             break;
@@ -454,7 +469,7 @@ int main(int argc, char **argv)
             continue;
         switch (c) {
         case OPT_RANKS: case OPT_BACKEND: case OPT_ALGO: case OPT_JSON: case OPT_PLOT: case OPT_TRANSPORT:
-        case OPT_VS: case OPT_WINDOW: case OPT_BOUND:
+        case OPT_VS: case OPT_WINDOW: case OPT_BOUND: case OPT_NCCL_BUFFERS:
             if ((rc = long_option(c, optarg, &o, &cfg, &nranks, &algo)) != 0)
                 return rc;
             break;
@@ -495,6 +510,10 @@ int main(int argc, char **argv)
         return plan_perf_main(&o, plan_file, o.name, plan_vs_builtin, nranks, &cfg);
     if (plan_vs_builtin) {
         fprintf(stderr, "weft-perf: --vs builtin compares a plan (--plan FILE) with the built-in algorithm\n");
+        return 2;
+    }
+    if (o.nccl_buffers && o.vs != PERF_VS_NCCL) {
+        fprintf(stderr, "weft-perf: --nccl-buffers goes with --vs nccl\n");
         return 2;
     }
     if (o.vs && o.kind != OP_COLL) {

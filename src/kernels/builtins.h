@@ -1,11 +1,18 @@
 /*
- * Every built-in kernel, once: X(name, body, argument type). The registry
+ * Every built-in kernel, once: X(name, body, argument type, most threads per
+ * block). The registry
  * (kernels.c: names, argument sizes, the host bodies) and the GPU
  * instantiations (gpu_instantiate.h, for cuda and hip) expand this list in
  * this order, so a kernel's index (weft_kernel_id_t) names the same body
  * everywhere and a kernel added here exists on every backend or the build
  * fails. This header names the bodies without declaring them: bodies.h
  * does, for the files that instantiate them.
+ *
+ * "Most threads per block" is 0 where the GPU compiler may use as many
+ * registers per thread as it likes (a launch must then stay within what that
+ * allows), or the count the GPU wrapper is compiled for (__launch_bounds__):
+ * the executor runs plans that ask for 1024 threads, as MSCCL++'s plans do,
+ * which the compiler's free choice of registers would not launch.
  */
 #ifndef WEFT_KERNELS_BUILTINS_H
 #define WEFT_KERNELS_BUILTINS_H
@@ -13,37 +20,37 @@
 #include <stddef.h>
 
 #define WEFT_BUILTIN_KERNELS(X)                                                                                    \
-    X(p2p_mc_pingpong, weft_p2p_mc_pingpong, weft_p2p_args_t)                                                      \
-    X(p2p_ll_pingpong, weft_p2p_ll_pingpong, weft_p2p_args_t)                                                      \
-    X(p2p_flag_pingpong, weft_p2p_flag_pingpong, weft_p2p_args_t)                                                  \
-    X(p2p_pc_pingpong, weft_p2p_pc_pingpong, weft_p2p_args_t)                                                      \
-    X(p2p_put_bw, weft_p2p_put_bw, weft_p2p_args_t)                                                                \
-    X(p2p_put_stream, weft_p2p_put_stream, weft_p2p_args_t)                                                        \
-    X(p2p_pc_put_bw, weft_p2p_pc_put_bw, weft_p2p_args_t)                                                          \
-    X(coll_allreduce_packet, weft_coll_allreduce_packet, weft_coll_args_t)                                         \
-    X(coll_allreduce_packet2, weft_coll_allreduce_packet2, weft_coll_args_t)                                       \
-    X(coll_allreduce_rsag, weft_coll_allreduce_rsag, weft_coll_args_t)                                             \
-    X(coll_allreduce_switch, weft_coll_allreduce_switch, weft_coll_args_t)                                         \
-    X(coll_allgather_mesh, weft_coll_allgather_mesh, weft_coll_args_t)                                             \
-    X(coll_reduce_scatter_mesh, weft_coll_reduce_scatter_mesh, weft_coll_args_t)                                   \
-    X(coll_broadcast_mesh, weft_coll_broadcast_mesh, weft_coll_args_t)                                             \
-    X(coll_reduce_mesh, weft_coll_reduce_mesh, weft_coll_args_t)                                                   \
-    X(coll_alltoall_mesh, weft_coll_alltoall_mesh, weft_coll_args_t)                                               \
-    X(coll_barrier, weft_coll_barrier_kernel, weft_coll_args_t)                                                    \
-    X(coll_allreduce_ring, weft_coll_allreduce_ring, weft_coll_args_t)                                             \
-    X(coll_allgather_ring, weft_coll_allgather_ring, weft_coll_args_t)                                             \
-    X(coll_broadcast_ring, weft_coll_broadcast_ring, weft_coll_args_t)                                             \
-    X(coll_reduce_ring, weft_coll_reduce_ring, weft_coll_args_t)                                                   \
-    X(coll_barrier_ring, weft_coll_barrier_ring, weft_coll_args_t)                                                 \
-    X(coll_reduce_scatter_ring, weft_coll_reduce_scatter_ring, weft_coll_args_t)                                   \
-    X(coll_p2p, weft_coll_p2p, weft_coll_args_t)                                                                   \
-    X(scale, weft_scale_kernel, weft_scale_args_t)                                                                 \
-    X(exec_plan, weft_exec_plan, weft_exec_args_t)                                                                 \
-    X(empty, weft_empty_kernel, weft_empty_args_t)                                                                 \
-    X(signal, weft_signal_kernel, weft_signal_args_t)
+    X(p2p_mc_pingpong, weft_p2p_mc_pingpong, weft_p2p_args_t, 0)                                                   \
+    X(p2p_ll_pingpong, weft_p2p_ll_pingpong, weft_p2p_args_t, 0)                                                   \
+    X(p2p_flag_pingpong, weft_p2p_flag_pingpong, weft_p2p_args_t, 0)                                               \
+    X(p2p_pc_pingpong, weft_p2p_pc_pingpong, weft_p2p_args_t, 0)                                                   \
+    X(p2p_put_bw, weft_p2p_put_bw, weft_p2p_args_t, 0)                                                             \
+    X(p2p_put_stream, weft_p2p_put_stream, weft_p2p_args_t, 0)                                                     \
+    X(p2p_pc_put_bw, weft_p2p_pc_put_bw, weft_p2p_args_t, 0)                                                       \
+    X(coll_allreduce_packet, weft_coll_allreduce_packet, weft_coll_args_t, 0)                                      \
+    X(coll_allreduce_packet2, weft_coll_allreduce_packet2, weft_coll_args_t, 0)                                    \
+    X(coll_allreduce_rsag, weft_coll_allreduce_rsag, weft_coll_args_t, 0)                                          \
+    X(coll_allreduce_switch, weft_coll_allreduce_switch, weft_coll_args_t, 0)                                      \
+    X(coll_allgather_mesh, weft_coll_allgather_mesh, weft_coll_args_t, 0)                                          \
+    X(coll_reduce_scatter_mesh, weft_coll_reduce_scatter_mesh, weft_coll_args_t, 0)                                \
+    X(coll_broadcast_mesh, weft_coll_broadcast_mesh, weft_coll_args_t, 0)                                          \
+    X(coll_reduce_mesh, weft_coll_reduce_mesh, weft_coll_args_t, 0)                                                \
+    X(coll_alltoall_mesh, weft_coll_alltoall_mesh, weft_coll_args_t, 0)                                            \
+    X(coll_barrier, weft_coll_barrier_kernel, weft_coll_args_t, 0)                                                 \
+    X(coll_allreduce_ring, weft_coll_allreduce_ring, weft_coll_args_t, 0)                                          \
+    X(coll_allgather_ring, weft_coll_allgather_ring, weft_coll_args_t, 0)                                          \
+    X(coll_broadcast_ring, weft_coll_broadcast_ring, weft_coll_args_t, 0)                                          \
+    X(coll_reduce_ring, weft_coll_reduce_ring, weft_coll_args_t, 0)                                                \
+    X(coll_barrier_ring, weft_coll_barrier_ring, weft_coll_args_t, 0)                                              \
+    X(coll_reduce_scatter_ring, weft_coll_reduce_scatter_ring, weft_coll_args_t, 0)                                \
+    X(coll_p2p, weft_coll_p2p, weft_coll_args_t, 0)                                                                \
+    X(scale, weft_scale_kernel, weft_scale_args_t, 0)                                                              \
+    X(exec_plan, weft_exec_plan, weft_exec_args_t, 1024)                                                           \
+    X(empty, weft_empty_kernel, weft_empty_args_t, 0)                                                              \
+    X(signal, weft_signal_kernel, weft_signal_args_t, 0)
 
 /* A built-in kernel's index: WEFT_KERNEL_<name>. */
-#define WEFT_KERNEL_ID(name, body, args_t) WEFT_KERNEL_##name,
+#define WEFT_KERNEL_ID(name, body, args_t, max_threads) WEFT_KERNEL_##name,
 typedef enum { WEFT_BUILTIN_KERNELS(WEFT_KERNEL_ID) WEFT_KERNEL_COUNT } weft_kernel_id_t;
 #undef WEFT_KERNEL_ID
 

@@ -18,8 +18,14 @@
 #define WEFT_GPU_WRAPPER(body) WEFT_GPU_CAT(WEFT_GPU_CAT(weft_, WEFT_GPU_PREFIX), WEFT_GPU_CAT(_, body))
 #define WEFT_GPU_TABLE WEFT_GPU_CAT(WEFT_GPU_CAT(weft_, WEFT_GPU_PREFIX), _kernels)
 
-#define WEFT_GPU_DEFINE(name, body, args_t)                                                                        \
-    __global__ void WEFT_GPU_WRAPPER(body)(args_t a)                                                               \
+/* A wrapper's launch bounds: none (0: the compiler's choice of registers) or
+ * the kernel's most threads per block (builtins.h). */
+#define WEFT_GPU_BOUNDS_0
+#define WEFT_GPU_BOUNDS_1024 __launch_bounds__(1024)
+#define WEFT_GPU_BOUNDS(max_threads) WEFT_GPU_CAT(WEFT_GPU_BOUNDS_, max_threads)
+
+#define WEFT_GPU_DEFINE(name, body, args_t, max_threads)                                                           \
+    __global__ void WEFT_GPU_BOUNDS(max_threads) WEFT_GPU_WRAPPER(body)(args_t a)                                  \
     {                                                                                                              \
         weft_kctx_t k = {blockIdx.x, gridDim.x, threadIdx.x, blockDim.x};                                          \
         body(&k, &a);                                                                                              \
@@ -27,7 +33,7 @@
 WEFT_BUILTIN_KERNELS(WEFT_GPU_DEFINE)
 
 /* The backend launches table[kernel index] (src/backend/gpurt). */
-#define WEFT_GPU_ENTRY(name, body, args_t) {(const void *)WEFT_GPU_WRAPPER(body), sizeof(args_t)},
+#define WEFT_GPU_ENTRY(name, body, args_t, max_threads) {(const void *)WEFT_GPU_WRAPPER(body), sizeof(args_t)},
 extern "C" const weft_gpu_kernel_entry_t WEFT_GPU_TABLE[WEFT_KERNEL_COUNT] = {WEFT_BUILTIN_KERNELS(WEFT_GPU_ENTRY)};
 static_assert(sizeof(WEFT_GPU_TABLE) / sizeof(WEFT_GPU_TABLE[0]) == WEFT_KERNEL_COUNT,
               "one wrapper per built-in kernel, in weft_kernel_id_t order");

@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#define HOST_ENTRY(name, body, args_t) [WEFT_KERNEL_##name] = {#name, body, sizeof(args_t)},
+#define HOST_ENTRY(name, body, args_t, max_threads) [WEFT_KERNEL_##name] = {#name, body, sizeof(args_t)},
 static const weft_builtin_kernel_t builtins[WEFT_KERNEL_COUNT] = {WEFT_BUILTIN_KERNELS(HOST_ENTRY)};
 
 const weft_builtin_kernel_t *weft_kernel_get(weft_kernel_id_t id)

@@ -23,7 +23,7 @@ static const char *pick(uint64_t caps, weft_coll_t coll, int nranks, int one_hos
 }
 
 /* Each kernel's argument struct, from the one list of kernels. */
-#define WANT_SIZE(name, body, args_t) sizeof(args_t),
+#define WANT_SIZE(name, body, args_t, max_threads) sizeof(args_t),
 static const size_t want_size[] = {WEFT_BUILTIN_KERNELS(WANT_SIZE)};
 #undef WANT_SIZE
 

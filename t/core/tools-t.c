@@ -26,7 +26,7 @@ int main(void)
 {
     static char out[65536];
     char cmd[1024];
-    plan(27);
+    plan(29);
     snprintf(cmd, sizeof(cmd), "%s/tools/weft-info", TOP_BUILDDIR);
     is_int(0, run(cmd, out, sizeof(out)), "weft-info runs");
     ok(strstr(out, "GPU backends: host") && strstr(out, "networks: ethernet"), "and shows backends and networks");
@@ -102,6 +102,13 @@ rest:
        "and the selection table, by platform");
     snprintf(cmd, sizeof(cmd), "%s/tools/weft-perf --ranks 2 allreduce --vs nosuchlib 2>&1", TOP_BUILDDIR);
     is_int(2, run(cmd, out, sizeof(out)), "--vs with an unknown library is a usage error");
+    snprintf(cmd, sizeof(cmd), "%s/tools/weft-perf --ranks 2 allreduce --nccl-buffers register 2>&1", TOP_BUILDDIR);
+    ok(run(cmd, out, sizeof(out)) == 2 && strstr(out, "goes with --vs nccl"),
+       "--nccl-buffers without --vs nccl is a usage error that says so");
+    snprintf(cmd, sizeof(cmd), "%s/tools/weft-perf --ranks 2 allreduce --vs nccl --nccl-buffers some 2>&1",
+             TOP_BUILDDIR);
+    ok(run(cmd, out, sizeof(out)) == 2 && strstr(out, "same, register or memalloc"),
+       "--nccl-buffers with an unknown kind is a usage error naming the kinds");
     snprintf(cmd, sizeof(cmd), "%s/tools/weft-perf --ranks 2 allreduce --vs nccl -b 8 -e 8 2>&1", TOP_BUILDDIR);
     ok(run(cmd, out, sizeof(out)) == 2 && strstr(out, "needs --backend cuda or hip"),
        "--vs nccl on the host backend is refused, saying it needs a GPU backend");
