@@ -263,13 +263,13 @@ int main(void)
     }
     ok(run_ranks(2, 60000, gpu_timeout, NULL, NULL),
        "a GPU kernel whose peer never signals ends in WEFT_ERR_TIMEOUT naming the peer");
-    ok(run_ranks(2, 120000, rank_main, NULL, NULL),
+    ok(run_ranks(2, 60000, rank_main, NULL, NULL),
        "2 processes on one GPU (cuMem VMM memory shared as file descriptors, where the driver can): device memory, "
        "IPC import, stream copies through the peer's mapping, "
        "allreduce kernels, send/recv both ways in a group");
     /* the fallback: legacy runtime IPC handles */
     setenv("WEFT_CUDA_VMM", "0", 1);
-    ok(run_ranks(2, 120000, rank_main, (void *)1, NULL),
+    ok(run_ranks(2, 60000, rank_main, (void *)1, NULL),
        "the same with WEFT_CUDA_VMM=0 (cudaMalloc memory, legacy runtime IPC handles)");
     unsetenv("WEFT_CUDA_VMM");
     return test_done();

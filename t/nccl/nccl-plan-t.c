@@ -40,6 +40,8 @@ static int rank_main(int rank, int nranks, void *arg)
     int fails = 0;
     (void)arg;
     snprintf(logspec, sizeof(logspec), "%s/log-%%p", dir);
+    /* the buffers are host memory: the host backend, whatever the build */
+    setenv("WEFT_BACKEND", "host", 1);
     setenv("WEFT_PLAN_DIR", dir, 1);
     setenv("WEFT_LOG_FILE", logspec, 1);
     setenv("WEFT_LOG_LEVEL", "debug", 1);
