@@ -11,9 +11,15 @@
  * with generation 0. A registration (weft_comm_register, or the cache of
  * buffers registered on first use) is one rank's own: it takes a row of
  * that rank's and a fresh generation, and is pushed to every peer's IPC
- * worker, which maps it before answering; the registering call waits for
- * those workers, never for the peers' user threads, so one thread driving
- * several ranks cannot deadlock, and collectives never wait on the host.
+ * worker, which maps it before answering. The pushes (and the drops when
+ * a registration goes) are made by a thread of this rank's, the pusher,
+ * never by the caller: a peer's worker may have to wait for that peer's
+ * GPU (a driver call that synchronises, the unmapping of a dropped
+ * buffer), whose kernel may be waiting for this rank's. The registering
+ * call waits for its push at most WEFT_REG_WAIT_MS, then goes on staged;
+ * the registration is used from the call after the peers have mapped it.
+ * It never waits for the peers' user threads, so one thread driving
+ * several ranks cannot deadlock.
  *
  * A collective looks its buffers up here; the kernels publish (row,
  * generation, offset) at their first barrier, so ranks may pass different
@@ -28,8 +34,11 @@
 #include "param.h"
 #include "stream.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 _Static_assert(WEFT_COLL_MAX_WINDOWS == WEFT_REG_WINDOW_ROWS && WEFT_COLL_MAX_ROWS == WEFT_REG_ROWS,
                "the kernels' table rows are the registration table's");
@@ -47,20 +56,42 @@ struct weft_comm_window {
 struct weft_comm_reg {
     struct weft_comm_reg *next;
     weft_comm_t *comm;
-    int row;           /* its row in the registration table, -1: not shared (collectives stage) */
+    /* set by the pusher, read by the owner: under the set's lock */
+    int row;           /* its row in the registration table, -1: not shared (yet): collectives stage */
     uint64_t gen;
+    int pending;       /* its push is queued or under way */
+    int released;      /* its owner let it go: what the push shares is dropped again */
+    int refs;          /* the set's list, and each queued job */
     int cached;        /* made on first use; dropped when stale or evicted */
     char *base;
     size_t bytes;
     uint64_t id;       /* cached: the allocation's identity (weft_mem_identify) */
     uint64_t last_use;
     weft_mem_t *mem;   /* NULL: nothing a peer could map (another host, a refused share) */
+    weft_mem_handle_t handle; /* mem's, for the pusher (which never touches mem) */
 };
+
+/* A push for the pusher: share a registration with the peers, or drop its
+ * (row, generation) there. */
+typedef struct reg_job {
+    struct reg_job *next;
+    weft_comm_reg_t *r; /* holds a reference */
+    int drop;
+    int row;
+    uint64_t gen;
+} reg_job_t;
 
 struct weft_window_set {
     weft_comm_window_t *slot[WEFT_COLL_MAX_WINDOWS];
-    weft_comm_reg_t *regs; /* this rank's registrations, explicit and cached */
+    weft_comm_reg_t *regs; /* this rank's registrations, explicit and cached (the owner's threads) */
     uint64_t clock;
+    /* the pusher (started on first use) and its queue, under lock */
+    pthread_mutex_t lock;
+    pthread_cond_t work; /* a job is queued, or stop */
+    pthread_cond_t done; /* a push finished */
+    reg_job_t *head, **tail;
+    int started, stop;
+    pthread_t pusher;
 };
 
 static void reg_mem_freeing(weft_comm_t *comm, const void *ptr);
@@ -91,6 +122,10 @@ static weft_status_t window_set(weft_comm_t *comm, struct weft_window_set **out)
             return WEFT_ERR_NO_MEMORY;
         if (!(set = calloc(1, sizeof(*set))))
             return WEFT_ERR_NO_MEMORY;
+        pthread_mutex_init(&set->lock, NULL);
+        pthread_cond_init(&set->work, NULL);
+        pthread_cond_init(&set->done, NULL);
+        set->tail = &set->head;
         comm->windows = set;
         /* release: pairs with the acquire in weft_mem_free */
         __atomic_store_n(&comm->mem_freeing, reg_mem_freeing, __ATOMIC_RELEASE);
@@ -240,28 +275,187 @@ char *const *weft_window_table(weft_comm_t *comm)
     return (char *const *)weft_reg_table(comm);
 }
 
-/* Unlinks and releases @p r: its peers drop it (acked; @p tell, not at
- * destroy, where peers may be gone and free their tables themselves),
- * then its registration goes. The collectives that used it have completed
- * here, hence on every rank (each body's last barrier). */
+/* ---- the pusher ---- */
+
+/* Drops a reference to @p r; the last one frees it. */
+static void reg_unref(struct weft_window_set *set, weft_comm_reg_t *r)
+{
+    int last;
+    pthread_mutex_lock(&set->lock);
+    last = --r->refs == 0;
+    pthread_mutex_unlock(&set->lock);
+    if (!last)
+        return;
+    if (r->cached)
+        free(r);
+    else
+        weft_handle_bury(&live_regs, r); /* taken when its owner released it */
+}
+
+/* Shares @p r with the peers (the pusher's thread). */
+static void push_share(weft_comm_t *comm, struct weft_window_set *set, weft_comm_reg_t *r)
+{
+    weft_status_t status = WEFT_ERR_ABORTED;
+    uint64_t gen = 0;
+    int row = -1, skip, undo, stopping;
+    pthread_mutex_lock(&set->lock);
+    skip = r->released || set->stop;
+    pthread_mutex_unlock(&set->lock);
+    if (!skip)
+        status = weft_reg_share_handle(comm, &r->handle, r->base, &row, &gen);
+    pthread_mutex_lock(&set->lock);
+    r->pending = 0;
+    /* let go of while it was being shared: drop it again */
+    stopping = set->stop;
+    undo = status == WEFT_OK && (r->released || stopping);
+    if (status == WEFT_OK && !undo) {
+        r->row = row;
+        r->gen = gen;
+    }
+    pthread_cond_broadcast(&set->done);
+    pthread_mutex_unlock(&set->lock);
+    if (undo)
+        weft_reg_unshare(comm, row, gen, !stopping);
+}
+
+static void *pusher_main(void *arg)
+{
+    weft_comm_t *comm = arg;
+    struct weft_window_set *set = comm->windows;
+    pthread_mutex_lock(&set->lock);
+    for (;;) {
+        reg_job_t *j;
+        while (!set->head && !set->stop)
+            pthread_cond_wait(&set->work, &set->lock);
+        if (set->stop)
+            break; /* what is left, the destroy does without the peers */
+        j = set->head;
+        if (!(set->head = j->next))
+            set->tail = &set->head;
+        pthread_mutex_unlock(&set->lock);
+        if (j->drop)
+            weft_reg_unshare(comm, j->row, j->gen, 1);
+        else
+            push_share(comm, set, j->r);
+        reg_unref(set, j->r);
+        free(j);
+        pthread_mutex_lock(&set->lock);
+    }
+    pthread_mutex_unlock(&set->lock);
+    return NULL;
+}
+
+/* Queues a job for the pusher (started here the first time); a share
+ * marks @p r pending. WEFT_OK, or the pusher cannot be had: the caller
+ * does the job itself. */
+static weft_status_t push_queue(weft_comm_t *comm, weft_comm_reg_t *r, int drop, int row, uint64_t gen)
+{
+    struct weft_window_set *set = comm->windows;
+    reg_job_t *j = calloc(1, sizeof(*j));
+    weft_status_t status = WEFT_OK;
+    if (!j)
+        return WEFT_ERR_NO_MEMORY;
+    j->r = r;
+    j->drop = drop;
+    j->row = row;
+    j->gen = gen;
+    pthread_mutex_lock(&set->lock);
+    if (!set->started && !set->stop) {
+        if (pthread_create(&set->pusher, NULL, pusher_main, comm) == 0)
+            set->started = 1;
+        else
+            weft_warn(WEFT_SUB_COLL, "rank %d: cannot start the registration pusher; registrations are pushed "
+                      "by the caller", comm->rank);
+    }
+    if (!set->started || set->stop) {
+        status = WEFT_ERR_SYSTEM;
+    } else {
+        r->refs++;
+        if (!drop)
+            r->pending = 1;
+        *set->tail = j;
+        set->tail = &j->next;
+        pthread_cond_signal(&set->work);
+    }
+    pthread_mutex_unlock(&set->lock);
+    if (status != WEFT_OK)
+        free(j);
+    return status;
+}
+
+/* Shares @p r through the pusher and waits up to WEFT_REG_WAIT_MS for the
+ * peers to have mapped it (without a pusher: shares it here). */
+static void reg_share(weft_comm_t *comm, weft_comm_reg_t *r)
+{
+    struct weft_window_set *set = comm->windows;
+    struct timespec until;
+    long wait_ms = weft_param_int(WEFT_P_REG_WAIT_MS);
+    if (weft_mem_serialize(r->mem, &r->handle) != WEFT_OK)
+        return; /* not shared: collectives on it stage */
+    if (push_queue(comm, r, 0, -1, 0) != WEFT_OK) {
+        if (weft_reg_share(comm, r->mem, &r->row, &r->gen) != WEFT_OK)
+            r->row = -1;
+        return;
+    }
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += wait_ms / 1000;
+    until.tv_nsec += (wait_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&set->lock);
+    while (r->pending && pthread_cond_timedwait(&set->done, &set->lock, &until) != ETIMEDOUT)
+        ;
+    if (r->pending)
+        weft_debug(WEFT_SUB_COLL, "rank %d: peers have not mapped %p yet after %ld ms; staged until they have",
+                   comm->rank, (void *)r->base, wait_ms);
+    pthread_mutex_unlock(&set->lock);
+}
+
+/* @p r's row and generation if it is shared with every peer, else -1. */
+static int reg_row(struct weft_window_set *set, weft_comm_reg_t *r, uint64_t *gen)
+{
+    int row;
+    pthread_mutex_lock(&set->lock);
+    row = r->row;
+    *gen = r->gen;
+    pthread_mutex_unlock(&set->lock);
+    return row;
+}
+
+/* Unlinks and releases @p r: its peers drop it (@p tell; not at destroy,
+ * where peers may be gone and free their tables themselves), pushed by the
+ * pusher, which then lets its registration go. The collectives that used
+ * it have completed here, hence on every rank (each body's last barrier). */
 static void reg_release_how(weft_comm_reg_t *r, int tell)
 {
     weft_comm_t *comm = r->comm;
-    for (weft_comm_reg_t **p = &comm->windows->regs; *p; p = &(*p)->next)
+    struct weft_window_set *set = comm->windows;
+    uint64_t gen;
+    int row;
+    for (weft_comm_reg_t **p = &set->regs; *p; p = &(*p)->next)
         if (*p == r) {
             *p = r->next;
             break;
         }
-    if (r->row >= 0)
-        weft_reg_unshare(comm, r->row, r->gen, tell);
+    if (!r->cached)
+        weft_handle_take(&live_regs, r);
+    pthread_mutex_lock(&set->lock);
+    r->released = 1;
+    row = r->row;
+    gen = r->gen;
+    r->row = -1;
+    pthread_mutex_unlock(&set->lock);
+    if (row >= 0 && !(tell && push_queue(comm, r, 1, row, gen) == WEFT_OK))
+        weft_reg_unshare(comm, row, gen, tell);
+    /* the memory is the caller's again at once (weft_mem_free follows);
+     * peers that still map it until they take the drop never use it: it
+     * is never published again */
     if (r->mem)
         weft_mem_deregister(r->mem);
-    if (r->cached) {
-        free(r);
-    } else {
-        weft_handle_take(&live_regs, r);
-        weft_handle_bury(&live_regs, r);
-    }
+    r->mem = NULL;
+    reg_unref(set, r);
 }
 
 static void reg_release(weft_comm_reg_t *r)
@@ -272,14 +466,38 @@ static void reg_release(weft_comm_reg_t *r)
 void weft_window_set_destroy(weft_comm_t *comm)
 {
     struct weft_window_set *set = comm->windows;
+    reg_job_t *j;
     if (!set)
         return;
     __atomic_store_n(&comm->mem_freeing, NULL, __ATOMIC_RELEASE);
+    /* the pusher ends after the push under way (bounded by the operation
+     * timeout); what it left is done here, without the peers */
+    pthread_mutex_lock(&set->lock);
+    set->stop = 1;
+    pthread_cond_signal(&set->work);
+    pthread_mutex_unlock(&set->lock);
+    if (set->started)
+        pthread_join(set->pusher, NULL);
+    while ((j = set->head) != NULL) {
+        set->head = j->next;
+        if (j->drop) {
+            weft_reg_unshare(comm, j->row, j->gen, 0);
+        } else {
+            pthread_mutex_lock(&set->lock);
+            j->r->pending = 0;
+            pthread_mutex_unlock(&set->lock);
+        }
+        reg_unref(set, j->r);
+        free(j);
+    }
     for (int s = 0; s < WEFT_COLL_MAX_WINDOWS; s++)
         if (set->slot[s])
             window_free(set->slot[s]);
     while (set->regs)
         reg_release_how(set->regs, 0);
+    pthread_cond_destroy(&set->work);
+    pthread_cond_destroy(&set->done);
+    pthread_mutex_destroy(&set->lock);
     free(set);
     comm->windows = NULL;
 }
@@ -318,6 +536,7 @@ static weft_status_t reg_make(weft_comm_t *comm, void *buf, size_t bytes, uint64
         return WEFT_ERR_NO_MEMORY;
     r->comm = comm;
     r->row = -1;
+    r->refs = 1;
     r->cached = cached;
     r->base = buf;
     r->bytes = bytes;
@@ -333,10 +552,9 @@ static weft_status_t reg_make(weft_comm_t *comm, void *buf, size_t bytes, uint64
         free(r);
         return status;
     }
-    if (weft_reg_share(comm, r->mem, &r->row, &r->gen) != WEFT_OK)
-        r->row = -1;
     r->next = set->regs;
     set->regs = r;
+    reg_share(comm, r);
     *out = r;
     return WEFT_OK;
 }
@@ -353,17 +571,20 @@ static void reg_mem_freeing(weft_comm_t *comm, const void *ptr)
     }
 }
 
-/* Cached entries that hold a row, and the least recently used of them. */
+/* Cached entries that hold a row or are being pushed, and the least
+ * recently used of them. */
 static int reg_cached_rows(struct weft_window_set *set, weft_comm_reg_t **lru)
 {
     int n = 0;
     *lru = NULL;
+    pthread_mutex_lock(&set->lock);
     for (weft_comm_reg_t *r = set->regs; r; r = r->next)
-        if (r->cached && r->row >= 0) {
+        if (r->cached && (r->row >= 0 || r->pending)) {
             n++;
             if (!*lru || r->last_use < (*lru)->last_use)
                 *lru = r;
         }
+    pthread_mutex_unlock(&set->lock);
     return n;
 }
 
@@ -382,6 +603,7 @@ weft_status_t weft_comm_register(weft_comm_t *comm, void *buf, size_t bytes, wef
             return WEFT_ERR_NO_MEMORY;
         r->comm = comm;
         r->row = -1;
+        r->refs = 1;
         r->base = buf;
         r->bytes = bytes;
         if (!weft_handle_add(&live_regs, r)) {
@@ -472,11 +694,10 @@ int weft_reg_find(weft_comm_t *comm, weft_stream_t *stream, const void *ptr, siz
                    alloc.ptr, alloc.size, (unsigned long long)id, found->row);
     }
     found->last_use = ++set->clock;
-    if (found->row < 0)
+    if ((row = reg_row(set, found, gen)) < 0)
         return -1;
-    *gen = found->gen;
     *off = (uint64_t)(p - found->base);
-    return found->row;
+    return row;
 }
 
 uint64_t weft_reg_zc_calls(weft_comm_t *comm)

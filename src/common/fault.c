@@ -52,6 +52,7 @@ static const struct {
     [WEFT_FAULT_NET_SIDEBAND] = {"net.sideband", CAN_FD | CAN_IO, WEFT_SUB_NET},
     [WEFT_FAULT_COLL_LAUNCH] = {"coll.launch", 0, WEFT_SUB_COLL},
     [WEFT_FAULT_COLL_WAIT] = {"coll.wait", 0, WEFT_SUB_COLL},
+    [WEFT_FAULT_REG_SERVE] = {"reg.serve", 0, WEFT_SUB_MEM},
 };
 
 static const struct {

@@ -14,7 +14,8 @@
  *          and rank links), proxy.request proxy.completion, net.send
  *          net.recv (the net transports' data path), net.sideband (their
  *          side-band connections: handshake and IDENT), coll.launch
- *          coll.wait (a collective's launch; the host's wait on the device).
+ *          coll.wait (a collective's launch; the host's wait on the device),
+ *          reg.serve (the IPC worker serving a peer's registration push).
  * Actions: kill (SIGKILL to this process), stop (SIGSTOP), close (shutdown
  *          of the socket: the peer sees EOF), reset (TCP reset), eintr (the
  *          call fails with EINTR once), short (the call moves half the
@@ -49,6 +50,7 @@ typedef enum {
     WEFT_FAULT_NET_SIDEBAND,
     WEFT_FAULT_COLL_LAUNCH,
     WEFT_FAULT_COLL_WAIT,
+    WEFT_FAULT_REG_SERVE, /* a peer's registration push, served by this rank's IPC worker */
     WEFT_FAULT_SITE_COUNT
 } weft_fault_site_t;
 

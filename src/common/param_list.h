@@ -95,6 +95,9 @@ WEFT_PARAM(TOPO_FILE, "WEFT_TOPO_FILE", STR, "",
 WEFT_PARAM(REG_MIN_BYTES, "WEFT_REG_MIN_BYTES", INT, "1048576",
            "collectives of at least this many bytes register their unregistered buffers on first use "
            "(WEFT_REG_CACHE; ncclMemAlloc memory always) so that they can go zero-copy")
+WEFT_PARAM(REG_WAIT_MS, "WEFT_REG_WAIT_MS", INT, "100",
+           "how long a call that registers a buffer (the cache's first use, weft_comm_register) waits for the "
+           "peers to map it; past that it goes on staged and the registration is used once they have")
 WEFT_PARAM(REG_CACHE, "WEFT_REG_CACHE", INT, "1",
            "1: buffers of such collectives that are not registered are registered on first use, cached by "
            "address range and checked against their allocation's identity before each use; 0: they are staged")
@@ -142,4 +145,5 @@ WEFT_PARAM_RANGE(PORT_SIGNAL_STORE, 0, 1, NUM)
 WEFT_PARAM_RANGE(SAME_DEVICE_SCOPE, 0, 1, NUM)
 WEFT_PARAM_RANGE(REG_MIN_BYTES, 0, 1L << 40, SIZE)
 WEFT_PARAM_RANGE(REG_CACHE, 0, 1, NUM)
+WEFT_PARAM_RANGE(REG_WAIT_MS, 0, 600000, NUM)
 #endif

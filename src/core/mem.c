@@ -12,6 +12,7 @@
  */
 #include "config.h"
 #include "mem.h"
+#include "fault.h"
 #include "log.h"
 #include "util.h"
 #include "wire.h"
@@ -750,10 +751,19 @@ static void push_drop(weft_comm_t *comm, int row, uint64_t gen, int upto)
 
 weft_status_t weft_reg_share(weft_comm_t *comm, weft_mem_t *m, int *row_out, uint64_t *gen_out)
 {
-    struct weft_reg_table *t = reg_get(comm);
-    uint8_t body[REG_BODY_HDR + WEFT_MEM_HANDLE_BYTES];
     weft_mem_handle_t h;
     weft_status_t status;
+    if ((status = weft_mem_serialize(m, &h)) != WEFT_OK)
+        return status;
+    return weft_reg_share_handle(comm, &h, m->ptr, row_out, gen_out);
+}
+
+weft_status_t weft_reg_share_handle(weft_comm_t *comm, const weft_mem_handle_t *h, void *ptr, int *row_out,
+                                    uint64_t *gen_out)
+{
+    struct weft_reg_table *t = reg_get(comm);
+    uint8_t body[REG_BODY_HDR + WEFT_MEM_HANDLE_BYTES];
+    weft_status_t status = WEFT_OK;
     uint64_t gen = 0;
     int row = -1, p;
 
@@ -761,8 +771,6 @@ weft_status_t weft_reg_share(weft_comm_t *comm, weft_mem_t *m, int *row_out, uin
         return WEFT_ERR_NO_MEMORY;
     if (comm->nranks > 1 && !comm->ipc)
         return WEFT_ERR_UNSUPPORTED;
-    if ((status = weft_mem_serialize(m, &h)) != WEFT_OK)
-        return status;
     pthread_mutex_lock(&t->lock);
     for (int r = WEFT_REG_WINDOW_ROWS; r < WEFT_REG_ROWS && row < 0; r++)
         if (!t->own[r])
@@ -770,7 +778,7 @@ weft_status_t weft_reg_share(weft_comm_t *comm, weft_mem_t *m, int *row_out, uin
     if (row >= 0) {
         t->own[row] = 1;
         gen = ++t->next_gen;
-        status = cell_write(comm, t, (size_t)row * (size_t)comm->nranks + (size_t)comm->rank, m->ptr, gen);
+        status = cell_write(comm, t, (size_t)row * (size_t)comm->nranks + (size_t)comm->rank, ptr, gen);
         if (status != WEFT_OK)
             t->own[row] = 0;
     }
@@ -783,13 +791,13 @@ weft_status_t weft_reg_share(weft_comm_t *comm, weft_mem_t *m, int *row_out, uin
     if (status != WEFT_OK)
         return status;
     put_body(body, row, comm->rank, gen);
-    memcpy(body + REG_BODY_HDR, h.internal, WEFT_MEM_HANDLE_BYTES);
+    memcpy(body + REG_BODY_HDR, h->internal, WEFT_MEM_HANDLE_BYTES);
     /* Each peer's worker maps it and answers: never its user threads. */
     for (p = 0; p < comm->nranks && status == WEFT_OK; p++)
         if (p != comm->rank && (status = weft_ipc_call(comm->ipc, p, REG_SHARE, body, sizeof(body),
                                                        comm->op_timeout_ms)) != WEFT_OK)
             weft_warn(WEFT_SUB_MEM, "rank %d: rank %d could not map registered buffer %p (%s); collectives on it "
-                      "are staged", comm->rank, p, m->ptr, weft_status_string(status));
+                      "are staged", comm->rank, p, ptr, weft_status_string(status));
     if (status != WEFT_OK) {
         push_drop(comm, row, gen, p);
         pthread_mutex_lock(&t->lock);
@@ -839,6 +847,10 @@ weft_status_t weft_reg_serve(void *arg, uint32_t kind, const uint8_t *body, size
         return WEFT_ERR_PROTOCOL;
     if (__atomic_load_n(&comm->aborted, __ATOMIC_ACQUIRE))
         return WEFT_ERR_ABORTED;
+    /* (a delay here stands for a worker held up by its GPU: a driver call
+     * that waits for this rank's running kernels) */
+    if (WEFT_FAULT_ARMED() && (status = weft_fault_status(WEFT_FAULT_REG_SERVE)) != WEFT_OK)
+        return status;
     if (!(t = reg_get(comm)))
         return WEFT_ERR_NO_MEMORY;
     cell = (size_t)row * (size_t)comm->nranks + owner;

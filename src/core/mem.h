@@ -79,6 +79,11 @@ weft_status_t weft_reg_set_cell(weft_comm_t *comm, int row, int owner, void *ptr
  * cell and has every peer map it (on their IPC workers, acked); *row and
  * *gen on success. On failure no peer keeps it. Caller holds no lock. */
 weft_status_t weft_reg_share(weft_comm_t *comm, weft_mem_t *m, int *row, uint64_t *gen);
+/* The same from @p m's serialized handle and address (weft_mem_serialize,
+ * weft_mem_ptr), for a thread that must not touch @p m: its owner may
+ * deregister it meanwhile (the peers' imports then fail: not shared). */
+weft_status_t weft_reg_share_handle(weft_comm_t *comm, const weft_mem_handle_t *h, void *ptr, int *row,
+                                    uint64_t *gen);
 /* Has every peer drop (@p row, @p gen) (@p tell: 0 at destroy, where the
  * peers free their tables themselves) and frees the row; the collectives
  * that used it have completed on this rank. */
