@@ -507,7 +507,9 @@ typedef struct weft_comm_window weft_comm_window_t;
 WEFT_API weft_status_t weft_comm_window_register(weft_comm_t *comm, void *buf, size_t bytes,
                                                  weft_comm_window_t **win);
 /** Collective: releases a window once every collective that used it has
- * completed on every rank (synchronize the streams first). */
+ * completed on every rank (synchronize the streams first). A window
+ * deregistered already, or freed with its communicator, is refused with
+ * WEFT_ERR_INVALID_ARGUMENT (no rank waits). */
 WEFT_API weft_status_t weft_comm_window_deregister(weft_comm_window_t *win);
 
 /*

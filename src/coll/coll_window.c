@@ -68,8 +68,14 @@ static void reg_mem_freeing(weft_comm_t *comm, const void *ptr);
 /* Live explicit registrations: a second deregistration is refused without
  * touching freed memory. */
 static weft_handle_set_t live_regs = WEFT_HANDLE_SET_INIT;
+/* Live windows: a second deregistration, or one after the communicator's
+ * destroy freed the window, is refused without touching freed memory. */
+static weft_handle_set_t live_windows = WEFT_HANDLE_SET_INIT;
 
-static void window_free(weft_comm_window_t *w)
+/* Releases @p w's registrations; a window that was handed out is buried
+ * (freed later), so that a stale handle does not soon meet a new window
+ * at the same address. */
+static void window_free(weft_comm_window_t *w, int handed_out)
 {
     for (int p = 0; w->remote && p < w->comm->nranks; p++)
         if (w->remote[p])
@@ -77,8 +83,14 @@ static void window_free(weft_comm_window_t *w)
     if (w->mem)
         weft_mem_deregister(w->mem);
     free(w->remote);
-    free(w);
+    w->remote = NULL;
+    if (handed_out)
+        weft_handle_bury(&live_windows, w);
+    else
+        free(w);
 }
+
+
 
 static weft_status_t window_set(weft_comm_t *comm, struct weft_window_set **out)
 {
@@ -181,8 +193,14 @@ weft_status_t weft_comm_window_register(weft_comm_t *comm, void *buf, size_t byt
                        weft_status_string(status));
         for (int p = 0; p < comm->nranks; p++)
             weft_reg_set_cell(comm, slot, p, NULL, 0);
-        window_free(w);
+        window_free(w, 0);
         return status;
+    }
+    if (!weft_handle_add(&live_windows, w)) {
+        for (int p = 0; p < comm->nranks; p++)
+            weft_reg_set_cell(comm, slot, p, NULL, 0);
+        window_free(w, 0);
+        return WEFT_ERR_NO_MEMORY;
     }
     set->slot[slot] = w;
     *out = w;
@@ -195,13 +213,18 @@ weft_status_t weft_comm_window_deregister(weft_comm_window_t *w)
     weft_status_t status;
     if (!w)
         return WEFT_ERR_INVALID_ARGUMENT;
+    if (!weft_handle_take(&live_windows, w)) {
+        weft_error_note("window %p is not a live window (deregistered already, or its communicator destroyed)",
+                        (void *)w);
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
     comm = w->comm;
     /* no peer still reads or writes through it: every rank is here */
     status = weft_bootstrap_barrier(comm);
     comm->windows->slot[w->slot] = NULL;
     for (int p = 0; p < comm->nranks; p++)
         weft_reg_set_cell(comm, w->slot, p, NULL, 0);
-    window_free(w);
+    window_free(w, 1);
     return status;
 }
 
@@ -209,6 +232,11 @@ weft_status_t weft_comm_window_buffer(const weft_comm_window_t *w, void **buf)
 {
     if (!w || !buf)
         return WEFT_ERR_INVALID_ARGUMENT;
+    if (!weft_handle_live(&live_windows, (void *)w)) {
+        weft_error_note("window %p is not a live window (deregistered already, or its communicator destroyed)",
+                        (const void *)w);
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
     *buf = w->base;
     return WEFT_OK;
 }
@@ -276,8 +304,10 @@ void weft_window_set_destroy(weft_comm_t *comm)
         return;
     __atomic_store_n(&comm->mem_freeing, NULL, __ATOMIC_RELEASE);
     for (int s = 0; s < WEFT_COLL_MAX_WINDOWS; s++)
-        if (set->slot[s])
-            window_free(set->slot[s]);
+        if (set->slot[s]) {
+            weft_handle_take(&live_windows, set->slot[s]);
+            window_free(set->slot[s], 1);
+        }
     while (set->regs)
         reg_release_how(set->regs, 0);
     free(set);

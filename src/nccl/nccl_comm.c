@@ -531,14 +531,35 @@ out:
     return status == WEFT_OK ? ncclSuccess : nccl_result(status);
 }
 
+/* The slot of @p w in @p comm's windows, or -1 (lock held). */
+static int window_slot(ncclComm_t comm, const weft_comm_window_t *w)
+{
+    for (int i = 0; w && i < NCCL_MAX_WINDOWS; i++)
+        if (comm->windows[i] == w)
+            return i;
+    return -1;
+}
+
+int nccl_window_live(ncclComm_t comm, ncclWindow_t win)
+{
+    int live;
+    pthread_mutex_lock(&comm->lock);
+    live = window_slot(comm, (const weft_comm_window_t *)win) >= 0;
+    pthread_mutex_unlock(&comm->lock);
+    return live;
+}
+
 NCCL_API ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win, int flags)
 {
     weft_comm_window_t *w = NULL;
     weft_status_t status;
     ncclResult_t r;
-    (void)flags;
+    int slot;
     if (!comm || !win)
         return nccl_fail(ncclInvalidArgument, "ncclCommWindowRegister: %s is NULL", comm ? "win" : "comm");
+    if (flags & ~(NCCL_WIN_COLL_SYMMETRIC | NCCL_WIN_STRICT_ORDERING))
+        return nccl_fail(ncclInvalidArgument, "ncclCommWindowRegister: flags 0x%x has bits NCCL does not define",
+                         (unsigned)flags);
     if ((r = nccl_enter(comm, "ncclCommWindowRegister")) != ncclSuccess)
         return r;
     status = weft_comm_window_register(comm->w, buff, size, &w);
@@ -548,7 +569,17 @@ NCCL_API ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t
         (void)weft_signal_setup(comm->w);
     nccl_leave(comm);
     if (status != WEFT_OK)
-        return nccl_result(status);
+        return nccl_fail(nccl_result(status), "ncclCommWindowRegister(%p, %zu): rank %d: %s", buff, size,
+                         comm->rank, weft_get_last_error());
+    /* weft holds at most NCCL_MAX_WINDOWS, so a slot is free */
+    pthread_mutex_lock(&comm->lock);
+    slot = -1;
+    for (int i = 0; i < NCCL_MAX_WINDOWS && slot < 0; i++)
+        if (!comm->windows[i])
+            slot = i;
+    if (slot >= 0)
+        comm->windows[slot] = w;
+    pthread_mutex_unlock(&comm->lock);
     *win = (ncclWindow_t)w;
     return ncclSuccess;
 }
@@ -557,11 +588,28 @@ NCCL_API ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win
 {
     weft_status_t status;
     ncclResult_t r;
+    int slot;
     if (!comm || !win)
         return nccl_fail(ncclInvalidArgument, "ncclCommWindowDeregister: %s is NULL", comm ? "win" : "comm");
     if ((r = nccl_enter(comm, "ncclCommWindowDeregister")) != ncclSuccess)
         return r;
-    status = weft_comm_window_deregister((weft_comm_window_t *)win);
+    /* taken under the lock, so that two deregistrations cannot both pass */
+    pthread_mutex_lock(&comm->lock);
+    if ((slot = window_slot(comm, (weft_comm_window_t *)win)) >= 0)
+        comm->windows[slot] = NULL;
+    pthread_mutex_unlock(&comm->lock);
+    if (slot < 0) {
+        nccl_leave(comm);
+        return nccl_fail(ncclInvalidArgument, "ncclCommWindowDeregister: rank %d: %p is not a live window of this "
+                                              "communicator (deregistered already?)", comm->rank, (void *)win);
+    }
+    /* the collectives that used it have been queued on the caller's streams */
+    status = nccl_streams_sync(comm);
+    {
+        weft_status_t s = weft_comm_window_deregister((weft_comm_window_t *)win);
+        if (status == WEFT_OK)
+            status = s;
+    }
     nccl_leave(comm);
     return status == WEFT_OK ? ncclSuccess : nccl_result(status);
 }
@@ -619,10 +667,20 @@ NCCL_API ncclResult_t ncclCommDestroy(ncclComm_t comm)
     return r;
 }
 
+int nccl_live(ncclComm_t comm)
+{
+    return weft_handle_live(&live_comms, comm);
+}
+
 ncclResult_t nccl_enter(ncclComm_t comm, const char *what)
 {
-    ncclResult_t init = __atomic_load_n(&comm->init_result, __ATOMIC_ACQUIRE);
+    ncclResult_t init;
     const char *why = NULL;
+    /* a destroyed communicator's memory is not read (it may be freed) */
+    if (!weft_handle_live(&live_comms, comm))
+        return nccl_fail(ncclInvalidArgument, "%s: %p is not a live communicator (destroyed or aborted already?)",
+                         what, (void *)comm);
+    init = __atomic_load_n(&comm->init_result, __ATOMIC_ACQUIRE);
     pthread_mutex_lock(&comm->busy_lock);
     if (comm->aborting)
         why = "is being aborted";
