@@ -43,6 +43,8 @@
 #include "semaphore.h"
 #include "util.h"
 
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
@@ -553,17 +555,45 @@ static weft_status_t run_ops(weft_comm_t *comm, weft_stream_t *stream, p2p_op_t 
 /* Groups and entry points                                           */
 /* ---------------------------------------------------------------- */
 
-/* This thread's open group: depth and recorded operations. */
+/*
+ * The group recorder, one per thread, for weft's API and the libraries
+ * above it (the NCCL API defers every call here, collectives included).
+ * An entry is a send or receive (run NULL) or a deferred call; the
+ * outermost weft_group_end runs each communicator's share (run_share).
+ */
+typedef struct {
+    p2p_op_t op; /* op.comm: the entry's communicator (a send or receive: all of op) */
+    weft_group_run_fn_t run;
+    weft_group_done_fn_t done;
+    void *arg;
+} group_entry_t;
+
 static __thread struct {
     int depth;
-    p2p_op_t *ops;
+    group_entry_t *e;
     size_t n, cap;
 } group;
 
-static void group_clear(void)
+static weft_status_t group_push(const group_entry_t *e)
 {
-    free(group.ops);
-    group.ops = NULL;
+    if (group.n == group.cap) {
+        size_t cap = group.cap ? 2 * group.cap : 16;
+        group_entry_t *g = realloc(group.e, cap * sizeof(*g));
+        if (!g)
+            return WEFT_ERR_NO_MEMORY;
+        group.e = g;
+        group.cap = cap;
+    }
+    group.e[group.n++] = *e;
+    return WEFT_OK;
+}
+
+/* Detaches what the open group recorded (the caller frees *e). */
+static void group_take(group_entry_t **e, size_t *n)
+{
+    *e = group.e;
+    *n = group.n;
+    group.e = NULL;
     group.n = group.cap = 0;
 }
 
@@ -600,10 +630,144 @@ static weft_status_t run_recorded(p2p_op_t *ops, size_t n)
     return first;
 }
 
+static weft_status_t run_entries(group_entry_t *e, size_t n);
+
+/* One communicator's share of a group: entries @p idx[0..m) of @p e, in
+ * call order. Deferred calls run first, inside a group of the share's own
+ * (so their sends and receives, and the caller's, are issued together),
+ * then every deferred call's done. This thread's group must be empty. */
+static weft_status_t run_share(group_entry_t *e, const size_t *idx, size_t m)
+{
+    weft_status_t status = WEFT_OK, s;
+    group_entry_t *inner;
+    size_t ninner, ndeferred = 0;
+    for (size_t k = 0; k < m; k++)
+        ndeferred += e[idx[k]].run != NULL;
+    if (ndeferred == 0) { /* sends and receives only */
+        p2p_op_t **ops = calloc(m, sizeof(*ops));
+        if (!ops)
+            return WEFT_ERR_NO_MEMORY;
+        for (size_t k = 0; k < m; k++)
+            ops[k] = &e[idx[k]].op;
+        status = run_ops(ops[0]->comm, ops[0]->stream, ops, m, 0);
+        free(ops);
+        return status;
+    }
+    group.depth = 1;
+    /* a failure stops the rest of the share: what was recorded before it runs */
+    for (size_t k = 0; k < m && status == WEFT_OK; k++)
+        status = e[idx[k]].run ? e[idx[k]].run(e[idx[k]].arg) : group_push(&e[idx[k]]);
+    group.depth = 0;
+    group_take(&inner, &ninner);
+    s = run_entries(inner, ninner);
+    free(inner);
+    if (status == WEFT_OK)
+        status = s;
+    s = status;
+    for (size_t k = 0; k < m; k++)
+        if (e[idx[k]].run) {
+            weft_status_t d = e[idx[k]].done(e[idx[k]].arg, status);
+            if (s == WEFT_OK)
+                s = d;
+        }
+    return s;
+}
+
+typedef struct {
+    group_entry_t *e;
+    size_t *idx, m;
+    weft_status_t status;
+    char error[512];
+} share_t;
+
+static void *share_thread(void *arg)
+{
+    share_t *sh = arg;
+    sh->status = run_share(sh->e, sh->idx, sh->m);
+    if (sh->status != WEFT_OK)
+        snprintf(sh->error, sizeof(sh->error), "%s", weft_get_last_error());
+    return NULL;
+}
+
+/* Runs a group's entries: share by share, in the order each communicator
+ * first appears; from a thread a share when several communicators have
+ * deferred calls. Every share runs; the first failure is returned. */
+static weft_status_t run_entries(group_entry_t *e, size_t n)
+{
+    share_t *sh;
+    size_t *idx, ns = 0, k = 0;
+    pthread_t *threads;
+    int deferred = 0, failed = -1;
+    weft_status_t first = WEFT_OK;
+    if (n == 0)
+        return WEFT_OK;
+    sh = calloc(n, sizeof(*sh));
+    idx = calloc(n, sizeof(*idx));
+    threads = calloc(n, sizeof(*threads));
+    if (!sh || !idx || !threads) {
+        free(sh);
+        free(idx);
+        free(threads);
+        for (size_t i = 0; i < n; i++)
+            if (e[i].run)
+                e[i].done(e[i].arg, WEFT_ERR_NO_MEMORY);
+        return WEFT_ERR_NO_MEMORY;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int seen = 0;
+        deferred |= e[i].run != NULL;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = e[j].op.comm == e[i].op.comm;
+        if (seen)
+            continue;
+        sh[ns].e = e;
+        sh[ns].idx = &idx[k];
+        for (size_t j = i; j < n; j++)
+            if (e[j].op.comm == e[i].op.comm)
+                idx[k++] = j;
+        sh[ns].m = (size_t)(&idx[k] - sh[ns].idx);
+        ns++;
+    }
+    if (ns == 1 || !deferred) {
+        for (size_t i = 0; i < ns; i++)
+            sh[i].status = run_share(e, sh[i].idx, sh[i].m);
+        for (size_t i = 0; i < ns && first == WEFT_OK; i++)
+            first = sh[i].status;
+    } else {
+        size_t started;
+        for (started = 0; started < ns; started++)
+            if (pthread_create(&threads[started], NULL, share_thread, &sh[started]) != 0)
+                break;
+        for (size_t i = 0; i < started; i++)
+            pthread_join(threads[i], NULL);
+        for (size_t i = started; i < ns; i++) { /* never run: released */
+            sh[i].status = WEFT_ERR_SYSTEM;
+            snprintf(sh[i].error, sizeof(sh[i].error), "group: no thread for the share of communicator %zu of %zu",
+                     i, ns);
+            for (size_t j = 0; j < sh[i].m; j++)
+                if (e[sh[i].idx[j]].run)
+                    e[sh[i].idx[j]].done(e[sh[i].idx[j]].arg, WEFT_ERR_SYSTEM);
+        }
+        for (size_t i = 0; i < ns && failed < 0; i++)
+            if (sh[i].status != WEFT_OK)
+                failed = (int)i;
+        if (failed >= 0) {
+            /* the share's thread noted why; this thread's last error says it */
+            weft_error_note("%s", sh[failed].error);
+            first = sh[failed].status;
+        }
+    }
+    free(sh);
+    free(idx);
+    free(threads);
+    return first;
+}
+
 /* Checks one operation; records it in the open group or runs it alone. */
 static weft_status_t p2p_call(const char *what, p2p_op_t *op, size_t count, weft_dtype_t dtype)
 {
     size_t es = (unsigned)dtype < WEFT_DTYPE_COUNT ? weft_dtype_size(dtype) : 0, bytes;
+    group_entry_t ent;
     if (!op->comm || !op->stream || op->stream->comm != op->comm || es == 0 || !weft_mul_size(count, es, &bytes) ||
         op->peer < 0 || op->peer >= op->comm->nranks || (count && !op->ptr)) {
         weft_error_note("%s: invalid arguments (peer %d, %zu elements, buffer %p)", what, op->peer, count,
@@ -616,20 +780,13 @@ static weft_status_t p2p_call(const char *what, p2p_op_t *op, size_t count, weft
     if (group.depth == 0)
         return run_recorded(op, 1);
     for (size_t i = 0; i < group.n; i++)
-        if (group.ops[i].comm == op->comm && group.ops[i].stream != op->stream) {
+        if (!group.e[i].run && group.e[i].op.comm == op->comm && group.e[i].op.stream != op->stream) {
             weft_error_note("%s: a group's operations on one communicator must use one stream", what);
             return WEFT_ERR_INVALID_ARGUMENT;
         }
-    if (group.n == group.cap) {
-        size_t cap = group.cap ? 2 * group.cap : 16;
-        p2p_op_t *ops = realloc(group.ops, cap * sizeof(*ops));
-        if (!ops)
-            return WEFT_ERR_NO_MEMORY;
-        group.ops = ops;
-        group.cap = cap;
-    }
-    group.ops[group.n++] = *op;
-    return WEFT_OK;
+    memset(&ent, 0, sizeof(ent));
+    ent.op = *op;
+    return group_push(&ent);
 }
 
 weft_status_t weft_group_start(void)
@@ -641,15 +798,64 @@ weft_status_t weft_group_start(void)
 weft_status_t weft_group_end(void)
 {
     weft_status_t status;
+    group_entry_t *e;
+    size_t n;
     if (group.depth == 0) {
         weft_error_note("weft_group_end without weft_group_start");
         return WEFT_ERR_INVALID_ARGUMENT;
     }
     if (--group.depth > 0)
         return WEFT_OK;
-    status = run_recorded(group.ops, group.n);
-    group_clear();
+    group_take(&e, &n);
+    status = run_entries(e, n);
+    free(e);
     return status;
+}
+
+int weft_group_depth(void)
+{
+    return group.depth;
+}
+
+weft_status_t weft_group_cancel(void)
+{
+    group_entry_t *e;
+    size_t n;
+    if (group.depth == 0) {
+        weft_error_note("weft_group_cancel without weft_group_start");
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    if (--group.depth > 0)
+        return WEFT_OK;
+    group_take(&e, &n);
+    for (size_t i = 0; i < n; i++)
+        if (e[i].run)
+            e[i].done(e[i].arg, WEFT_ERR_ABORTED);
+    free(e);
+    return WEFT_OK;
+}
+
+weft_status_t weft_group_defer(weft_comm_t *comm, weft_group_run_fn_t run, weft_group_done_fn_t done, void *arg)
+{
+    group_entry_t ent;
+    weft_status_t status;
+    if (!comm || !run || !done) {
+        weft_error_note("weft_group_defer: %s is NULL", !comm ? "comm" : !run ? "run" : "done");
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    memset(&ent, 0, sizeof(ent));
+    ent.op.comm = comm;
+    ent.run = run;
+    ent.done = done;
+    ent.arg = arg;
+    if (group.depth == 0) /* a group of its own */
+        return run_entries(&ent, 1);
+    if ((status = group_push(&ent)) != WEFT_OK) {
+        weft_error_note("weft_group_defer: out of memory recording the call");
+        (void)done(arg, status);
+        return status;
+    }
+    return WEFT_OK;
 }
 
 weft_status_t weft_send(const void *buf, size_t count, weft_dtype_t dtype, int peer, weft_comm_t *comm,
@@ -696,9 +902,8 @@ weft_status_t weft_alltoallv(const void *sendbuf, const size_t *sendcounts, cons
         if (status == WEFT_OK)
             status = weft_recv((char *)recvbuf + rdispls[p] * es, recvcounts[p], dtype, p, comm, stream);
     }
-    if (status != WEFT_OK && group.depth == 1) {
-        group_clear(); /* ours alone: nothing of it runs */
-        group.depth = 0;
+    if (status != WEFT_OK) {
+        weft_group_cancel(); /* ours alone: nothing of it runs; in the caller's: this call's sends stay */
         return status;
     }
     {
