@@ -19,8 +19,9 @@
  * timeout), so a caller may run that many groups ahead of the device.
  *
  * Under CUDA/HIP graph capture a group's descriptor comes instead from a
- * capture arena: packed, written once, never reused while the
- * communicator lives, so that every replay of the graph reads the group
+ * capture arena: packed, written once, not reused while the graph that
+ * recorded it lives (the backend's capture_on_release tells when it is
+ * destroyed), so that every replay of the graph reads the group
  * it recorded (on GPUs the copy into device memory is recorded too, from
  * the same never-rewritten host copy). Nothing else of a group depends on
  * the launch: the channels' counters (semaphores' expected and outbound
@@ -77,19 +78,49 @@ struct weft_p2p_ctx {
     uint32_t max_streams, max_segs;
     uint64_t seq;               /* groups launched */
     unsigned nblocks, nthreads;
-    struct p2p_arena *arenas;   /* captured groups' descriptors (the newest first) */
+    struct p2p_pool *pool;      /* captured groups' descriptors */
     uint64_t captured;          /* groups captured */
 };
 
-/* Descriptors of captured groups, bump-allocated, never reused. */
+/*
+ * Descriptors of captured groups, bump-allocated from arenas. Each
+ * captured group holds a reference on its arena until the graph that
+ * recorded it is destroyed (the backend's capture_on_release runs
+ * capture_released); an arena nobody holds is reused from its start.
+ * Where the backend cannot tell (capture_on_release unsupported) the
+ * reference is never dropped: the arenas grow, to P2P_ARENA_MAX a
+ * communicator, beyond which a capture is refused with a message.
+ */
 struct p2p_arena {
     struct p2p_arena *next;
     char *host, *dev;           /* host-mapped: the host's view, the kernels' */
     weft_gpu_alloc_t mem;       /* their copies in device memory (GPUs) */
     size_t bytes, used;
+    unsigned refs;              /* captured groups in it whose graph lives (pool lock) */
 };
 
+/* The arenas' bookkeeping. Releases run on any thread, possibly after the
+ * communicator is gone: the context's destroy frees the arenas' memory
+ * and marks the pool dead; the structs go with the last of it and the
+ * outstanding releases. */
+struct p2p_pool {
+    pthread_mutex_t lock;
+    struct p2p_arena *arenas;   /* the current one first */
+    size_t total;               /* bytes in arenas */
+    unsigned outstanding;       /* releases not run yet */
+    int dead;
+};
+
+/* What a release gets: a captured group's arena. */
+typedef struct {
+    struct p2p_pool *pool;
+    struct p2p_arena *arena;
+} p2p_ticket_t;
+
 #define P2P_ARENA_BYTES ((size_t)256 << 10)
+#define P2P_ARENA_MAX ((size_t)64 << 20)
+
+static void pool_destroy(weft_comm_t *comm, struct p2p_pool *pool);
 
 /* A recorded send or receive. */
 typedef struct {
@@ -134,15 +165,8 @@ void weft_p2p_ctx_destroy(weft_comm_t *comm)
         weft_proxy_destroy(x->proxy);
     for (int p = 0; x->links && p < comm->nranks; p++)
         link_destroy(&x->links[p], comm);
-    while (x->arenas) {
-        struct p2p_arena *a = x->arenas;
-        x->arenas = a->next;
-        if (a->host)
-            comm->gpu->host_free(comm->gctx, a->host);
-        if (a->mem.ptr)
-            comm->gpu->mem_free(comm->gctx, &a->mem);
-        free(a);
-    }
+    if (x->pool)
+        pool_destroy(comm, x->pool);
     if (x->handles.ptr)
         comm->gpu->mem_free(comm->gctx, &x->handles);
     if (x->mc_handles.ptr)
@@ -158,12 +182,69 @@ void weft_p2p_ctx_destroy(weft_comm_t *comm)
     comm->p2p = NULL;
 }
 
-/* A new capture arena of at least @p bytes, first in x->arenas. */
-static weft_status_t arena_add(weft_comm_t *comm, struct weft_p2p_ctx *x, size_t bytes)
+static void pool_free_structs(struct p2p_pool *pool)
+{
+    while (pool->arenas) {
+        struct p2p_arena *a = pool->arenas;
+        pool->arenas = a->next;
+        free(a);
+    }
+    pthread_mutex_destroy(&pool->lock);
+    free(pool);
+}
+
+/* The context's end: the arenas' memory goes now (a graph replayed after
+ * its communicator is gone is the caller's error), their structs once
+ * no release is outstanding. */
+static void pool_destroy(weft_comm_t *comm, struct p2p_pool *pool)
+{
+    int last;
+    pthread_mutex_lock(&pool->lock);
+    for (struct p2p_arena *a = pool->arenas; a; a = a->next) {
+        if (a->host)
+            comm->gpu->host_free(comm->gctx, a->host);
+        if (a->mem.ptr)
+            comm->gpu->mem_free(comm->gctx, &a->mem);
+        a->host = a->dev = NULL;
+        a->mem.ptr = NULL;
+    }
+    pool->dead = 1;
+    last = pool->outstanding == 0;
+    pthread_mutex_unlock(&pool->lock);
+    if (last)
+        pool_free_structs(pool);
+}
+
+/* capture_on_release's callback: the graph that recorded a group is gone.
+ * Runs on any thread; touches only the pool's bookkeeping. */
+static void capture_released(void *arg)
+{
+    p2p_ticket_t *t = arg;
+    struct p2p_pool *pool = t->pool;
+    int last;
+    pthread_mutex_lock(&pool->lock);
+    t->arena->refs--;
+    last = --pool->outstanding == 0 && pool->dead;
+    pthread_mutex_unlock(&pool->lock);
+    free(t);
+    if (last)
+        pool_free_structs(pool);
+}
+
+/* A new capture arena of at least @p bytes, first in the pool (lock
+ * held). */
+static weft_status_t arena_add(weft_comm_t *comm, struct p2p_pool *pool, size_t bytes)
 {
     size_t want = WEFT_MAX(P2P_ARENA_BYTES, bytes);
-    struct p2p_arena *a = calloc(1, sizeof(*a));
+    struct p2p_arena *a;
     weft_status_t status = WEFT_ERR_NO_MEMORY;
+    if (pool->total + want > P2P_ARENA_MAX) {
+        weft_error(WEFT_SUB_COLL, "rank %d: captured point-to-point groups whose graphs live hold %zu bytes of "
+                   "descriptors, at most %zu: destroy graphs before capturing more (where the backend cannot "
+                   "tell when a graph is destroyed, they are never reused)", comm->rank, pool->total, P2P_ARENA_MAX);
+        return WEFT_ERR_NO_MEMORY;
+    }
+    a = calloc(1, sizeof(*a));
     if (!a ||
         (status = comm->gpu->host_alloc_mapped(comm->gctx, want, (void **)&a->host, (void **)&a->dev)) != WEFT_OK ||
         (!(comm->caps & WEFT_CAP_CPU_ACCESS) && (status = comm->gpu->mem_alloc(comm->gctx, want, 0, &a->mem)) != WEFT_OK)) {
@@ -175,8 +256,38 @@ static weft_status_t arena_add(weft_comm_t *comm, struct weft_p2p_ctx *x, size_t
         return status;
     }
     a->bytes = want;
-    a->next = x->arenas;
-    x->arenas = a;
+    a->next = pool->arenas;
+    pool->arenas = a;
+    pool->total += want;
+    return WEFT_OK;
+}
+
+void weft_p2p_capture_bytes(weft_comm_t *comm, size_t *total, size_t *held)
+{
+    struct p2p_pool *pool = comm->p2p ? comm->p2p->pool : NULL;
+    *total = *held = 0;
+    if (!pool)
+        return;
+    pthread_mutex_lock(&pool->lock);
+    *total = pool->total;
+    for (struct p2p_arena *a = pool->arenas; a; a = a->next)
+        if (a->refs)
+            *held += a->bytes;
+    pthread_mutex_unlock(&pool->lock);
+}
+
+static weft_status_t pool_create(weft_comm_t *comm, struct p2p_pool **out)
+{
+    struct p2p_pool *pool = calloc(1, sizeof(*pool));
+    weft_status_t status;
+    if (!pool)
+        return WEFT_ERR_NO_MEMORY;
+    pthread_mutex_init(&pool->lock, NULL);
+    if ((status = arena_add(comm, pool, 0)) != WEFT_OK) {
+        pool_free_structs(pool);
+        return status;
+    }
+    *out = pool;
     return WEFT_OK;
 }
 
@@ -211,7 +322,7 @@ static weft_status_t ctx_setup(weft_comm_t *comm)
                                                (void **)&x->desc_dev)) != WEFT_OK ||
         (!(comm->caps & WEFT_CAP_CPU_ACCESS) &&
          (status = comm->gpu->mem_alloc(comm->gctx, x->ndesc * x->desc_bytes, 0, &x->desc_mem)) != WEFT_OK) ||
-        (status = arena_add(comm, x, 0)) != WEFT_OK) {
+        (status = pool_create(comm, &x->pool)) != WEFT_OK) {
         weft_p2p_ctx_destroy(comm);
         return status == WEFT_OK ? WEFT_ERR_NO_MEMORY : status;
     }
@@ -307,22 +418,62 @@ static weft_status_t desc_acquire(weft_comm_t *comm, struct weft_p2p_ctx *x, cha
     return WEFT_OK;
 }
 
-/* Room for a captured group's descriptor of @p bytes (a multiple of 64):
- * its host copy, where the kernel stores its end (done) and where it reads
- * it (dev). The first arena comes with the context (no allocation under
- * capture in the usual case); more are made as needed. */
-static weft_status_t desc_capture(weft_comm_t *comm, struct weft_p2p_ctx *x, size_t bytes, char **host, char **done,
-                                  char **dev)
+/* Room for a captured group's descriptor of @p bytes (a multiple of 64)
+ * on @p stream: its host copy, where the kernel stores its end (done) and
+ * where it reads it (dev). Its arena is held until the graph being
+ * captured is destroyed. The first arena comes with the context, and
+ * released ones are reused, so that nothing is allocated under capture
+ * in the usual case; more are made as needed. */
+static weft_status_t desc_capture(weft_comm_t *comm, struct weft_p2p_ctx *x, weft_stream_t *stream, size_t bytes,
+                                  char **host, char **done, char **dev)
 {
-    struct p2p_arena *a = x->arenas;
-    weft_status_t status;
-    if ((!a || a->bytes - a->used < bytes) && (status = arena_add(comm, x, bytes)) != WEFT_OK)
+    struct p2p_pool *pool = x->pool;
+    struct p2p_arena *a, **pp;
+    p2p_ticket_t *t = malloc(sizeof(*t));
+    weft_status_t status = WEFT_OK;
+    if (!t)
+        return WEFT_ERR_NO_MEMORY;
+    pthread_mutex_lock(&pool->lock);
+    a = pool->arenas;
+    if (a->refs == 0) /* every group in it was released */
+        a->used = 0;
+    if (a->bytes - a->used < bytes) {
+        /* a released arena large enough, to the front; else a new one */
+        for (pp = &a->next; *pp && ((*pp)->refs || (*pp)->bytes < bytes); pp = &(*pp)->next)
+            ;
+        if (*pp) {
+            struct p2p_arena *r = *pp;
+            *pp = r->next;
+            r->next = pool->arenas;
+            r->used = 0;
+            pool->arenas = r;
+        } else {
+            status = arena_add(comm, pool, bytes);
+        }
+    }
+    if (status == WEFT_OK) {
+        a = pool->arenas;
+        *host = a->host + a->used;
+        *done = a->dev + a->used;
+        *dev = a->mem.ptr ? (char *)a->mem.ptr + a->used : *done;
+        a->used += bytes;
+        a->refs++; /* dropped by capture_released; kept for good where that never runs */
+        pool->outstanding++;
+    }
+    pthread_mutex_unlock(&pool->lock);
+    if (status != WEFT_OK) {
+        free(t);
         return status;
-    a = x->arenas;
-    *host = a->host + a->used;
-    *done = a->dev + a->used;
-    *dev = a->mem.ptr ? (char *)a->mem.ptr + a->used : *done;
-    a->used += bytes;
+    }
+    t->pool = pool;
+    t->arena = a;
+    if (comm->gpu->capture_on_release(comm->gctx, stream->s, capture_released, t) != WEFT_OK) {
+        /* never released: the arena stays held, the pool counts no release */
+        pthread_mutex_lock(&pool->lock);
+        pool->outstanding--;
+        pthread_mutex_unlock(&pool->lock);
+        free(t);
+    }
     return WEFT_OK;
 }
 
@@ -489,7 +640,7 @@ static weft_status_t run_ops(weft_comm_t *comm, weft_stream_t *stream, p2p_op_t 
                 nstreams++;
         }
         /* captured: packed (the group's own counts), never reused */
-        status = capturing ? desc_capture(comm, x,
+        status = capturing ? desc_capture(comm, x, stream,
                                           (head + nstreams * sizeof(weft_p2p_stream_t) +
                                            nsegs * sizeof(weft_p2p_seg_t) + 63) / 64 * 64,
                                           &host, &done, &dev)
