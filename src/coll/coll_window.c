@@ -145,8 +145,16 @@ weft_status_t weft_comm_window_register(weft_comm_t *comm, void *buf, size_t byt
     weft_status_t status;
     int slot = -1, bad = -1;
 
-    if (!comm || !buf || bytes == 0 || !out || (uintptr_t)buf + bytes < (uintptr_t)buf)
+    if (!comm || !out)
         return WEFT_ERR_INVALID_ARGUMENT;
+    if (!buf || bytes == 0 || (uintptr_t)buf + bytes < (uintptr_t)buf) {
+        /* the others are in the collective: they learn of it and fail too,
+         * instead of waiting for this rank until the bootstrap gives up */
+        weft_error_note("window: rank %d: buffer %p of %zu bytes is invalid", comm->rank, buf, bytes);
+        if (single_host_ipc(comm) && window_set(comm, &set) == WEFT_OK)
+            (void)registered_everywhere(comm, WEFT_ERR_INVALID_ARGUMENT, &bad);
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
     if (!single_host_ipc(comm)) {
         weft_error_note("window: every rank must be on this host and the backend share memory (%d of %d ranks "
                         "are here)",

@@ -557,11 +557,16 @@ NCCL_API ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t
     int slot;
     if (!comm || !win)
         return nccl_fail(ncclInvalidArgument, "ncclCommWindowRegister: %s is NULL", comm ? "win" : "comm");
-    if (flags & ~(NCCL_WIN_COLL_SYMMETRIC | NCCL_WIN_STRICT_ORDERING))
-        return nccl_fail(ncclInvalidArgument, "ncclCommWindowRegister: flags 0x%x has bits NCCL does not define",
-                         (unsigned)flags);
     if ((r = nccl_enter(comm, "ncclCommWindowRegister")) != ncclSuccess)
         return r;
+    if (flags & ~(NCCL_WIN_COLL_SYMMETRIC | NCCL_WIN_STRICT_ORDERING)) {
+        /* collective: the other ranks learn of it and fail too (weft
+         * refuses a NULL buffer on every rank) */
+        (void)weft_comm_window_register(comm->w, NULL, 0, &w);
+        nccl_leave(comm);
+        return nccl_fail(ncclInvalidArgument, "ncclCommWindowRegister: rank %d: flags 0x%x has bits NCCL does "
+                                              "not define", comm->rank, (unsigned)flags);
+    }
     status = weft_comm_window_register(comm->w, buff, size, &w);
     /* ncclPutSignal's signal areas come with the first window (collective
      * too); should that fail, the window still works and puts say why not */
@@ -749,6 +754,8 @@ NCCL_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *error
     weft_status_t async = WEFT_OK;
     if (!comm || !error)
         return nccl_fail(ncclInvalidArgument, "ncclCommGetAsyncError: %s is NULL", comm ? "asyncError" : "comm");
+    if (!nccl_live(comm))
+        return nccl_fail(ncclInvalidArgument, "ncclCommGetAsyncError: %p is not a live communicator", (void *)comm);
     ncclResult_t init = __atomic_load_n(&comm->init_result, __ATOMIC_ACQUIRE);
     if (init != ncclSuccess) {
         /* nonblocking initialisation: under way, or failed saying why */
@@ -768,6 +775,8 @@ NCCL_API ncclResult_t ncclCommCount(const ncclComm_t comm, int *count)
 {
     if (!comm || !count)
         return nccl_fail(ncclInvalidArgument, "ncclCommCount: %s is NULL", comm ? "count" : "comm");
+    if (!nccl_live(comm))
+        return nccl_fail(ncclInvalidArgument, "ncclCommCount: %p is not a live communicator", (void *)comm);
     *count = comm->nranks;
     return ncclSuccess;
 }
@@ -776,6 +785,8 @@ NCCL_API ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *device)
 {
     if (!comm || !device)
         return nccl_fail(ncclInvalidArgument, "ncclCommCuDevice: %s is NULL", comm ? "device" : "comm");
+    if (!nccl_live(comm))
+        return nccl_fail(ncclInvalidArgument, "ncclCommCuDevice: %p is not a live communicator", (void *)comm);
     *device = comm->device;
     return ncclSuccess;
 }
@@ -784,6 +795,8 @@ NCCL_API ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank)
 {
     if (!comm || !rank)
         return nccl_fail(ncclInvalidArgument, "ncclCommUserRank: %s is NULL", comm ? "rank" : "comm");
+    if (!nccl_live(comm))
+        return nccl_fail(ncclInvalidArgument, "ncclCommUserRank: %p is not a live communicator", (void *)comm);
     *rank = comm->rank;
     return ncclSuccess;
 }
@@ -805,6 +818,8 @@ NCCL_API ncclResult_t ncclCommRevoke(ncclComm_t comm, int flags)
     int busy;
     if (!comm)
         return nccl_fail(ncclInvalidArgument, "ncclCommRevoke: comm is NULL");
+    if (!nccl_live(comm))
+        return nccl_fail(ncclInvalidArgument, "ncclCommRevoke: %p is not a live communicator", (void *)comm);
     if (flags != NCCL_REVOKE_DEFAULT)
         return nccl_fail(ncclInvalidArgument, "ncclCommRevoke: revokeFlags is %d (must be NCCL_REVOKE_DEFAULT)",
                          flags);
@@ -945,6 +960,8 @@ NCCL_API ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId *id)
     weft_status_t status;
     if (!comm || !id)
         return nccl_fail(ncclInvalidArgument, "ncclCommGetUniqueId: %s is NULL", comm ? "uniqueId" : "comm");
+    if (!nccl_live(comm))
+        return nccl_fail(ncclInvalidArgument, "ncclCommGetUniqueId: %p is not a live communicator", (void *)comm);
     if (comm->grow_pending)
         return nccl_fail(ncclInvalidUsage, "ncclCommGetUniqueId: rank %d: the previous id has not been used by "
                                            "ncclCommGrow", comm->rank);
@@ -984,6 +1001,8 @@ NCCL_API ncclResult_t ncclCommGrow(ncclComm_t comm, int nranks, const ncclUnique
                                                   "(rank %d%s)", nranks - 1, rank, uid ? "" : ", uniqueId NULL");
         return comm_init(newcomm, nranks, uid, rank, WEFT_DEVICE_CURRENT, config);
     }
+    if (!nccl_live(comm))
+        return nccl_fail(ncclInvalidArgument, "ncclCommGrow: %p is not a live communicator", (void *)comm);
     if (rank != -1 || nranks <= comm->nranks)
         return nccl_fail(ncclInvalidArgument, "ncclCommGrow: an existing rank passes rank -1 (got %d) and more "
                                               "than %d ranks (got %d)", rank, comm->nranks, nranks);
@@ -1053,6 +1072,8 @@ NCCL_API ncclResult_t ncclCommSuspend(ncclComm_t comm, int flags)
     weft_status_t status;
     if (!comm)
         return nccl_fail(ncclInvalidArgument, "ncclCommSuspend: comm is NULL");
+    if (!nccl_live(comm))
+        return nccl_fail(ncclInvalidArgument, "ncclCommSuspend: %p is not a live communicator", (void *)comm);
     if (flags & ~NCCL_SUSPEND_MEM)
         return nccl_fail(ncclInvalidArgument, "ncclCommSuspend: flags 0x%x (only NCCL_SUSPEND_MEM)", flags);
     if ((r = nccl_enter(comm, "ncclCommSuspend")) != ncclSuccess)
@@ -1078,6 +1099,8 @@ NCCL_API ncclResult_t ncclCommResume(ncclComm_t comm)
     int was;
     if (!comm)
         return nccl_fail(ncclInvalidArgument, "ncclCommResume: comm is NULL");
+    if (!nccl_live(comm))
+        return nccl_fail(ncclInvalidArgument, "ncclCommResume: %p is not a live communicator", (void *)comm);
     pthread_mutex_lock(&comm->busy_lock);
     was = comm->suspended;
     comm->suspended = 0;
@@ -1091,6 +1114,8 @@ NCCL_API ncclResult_t ncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, 
     uint64_t layer = 0;
     if (!comm || !value)
         return nccl_fail(ncclInvalidArgument, "ncclCommMemStats: %s is NULL", comm ? "value" : "comm");
+    if (!nccl_live(comm))
+        return nccl_fail(ncclInvalidArgument, "ncclCommMemStats: %p is not a live communicator", (void *)comm);
     for (int i = 0; i < NCCL_MAX_PREMUL; i++)
         layer += comm->premul_bytes[i];
     switch (stat) {
@@ -1124,6 +1149,8 @@ NCCL_API ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, nc
     if (!op || !scalar || !comm)
         return nccl_fail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: %s is NULL",
                          !op ? "op" : !scalar ? "scalar" : "comm");
+    if (!nccl_live(comm))
+        return nccl_fail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: %p is not a live communicator", (void *)comm);
     if (nccl_dtype(datatype, &t) != 0)
         return nccl_fail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: data type %d is not one of NCCL's",
                          (int)datatype);
@@ -1166,6 +1193,8 @@ NCCL_API ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm)
     int k = (int)op - ncclNumOps;
     if (!comm)
         return nccl_fail(ncclInvalidArgument, "ncclRedOpDestroy: comm is NULL");
+    if (!nccl_live(comm))
+        return nccl_fail(ncclInvalidArgument, "ncclRedOpDestroy: %p is not a live communicator", (void *)comm);
     pthread_mutex_lock(&comm->lock);
     if (k < 0 || k >= NCCL_MAX_PREMUL || !comm->premul[k].used) {
         pthread_mutex_unlock(&comm->lock);
