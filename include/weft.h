@@ -507,7 +507,9 @@ typedef struct weft_comm_window weft_comm_window_t;
 WEFT_API weft_status_t weft_comm_window_register(weft_comm_t *comm, void *buf, size_t bytes,
                                                  weft_comm_window_t **win);
 /** Collective: releases a window once every collective that used it has
- * completed on every rank (synchronize the streams first). */
+ * completed on every rank (synchronize the streams first). A window
+ * deregistered already, or freed with its communicator, is refused with
+ * WEFT_ERR_INVALID_ARGUMENT (no rank waits). */
 WEFT_API weft_status_t weft_comm_window_deregister(weft_comm_window_t *win);
 
 /*
@@ -621,6 +623,41 @@ WEFT_API weft_status_t weft_barrier(weft_comm_t *comm, weft_stream_t *stream);
  */
 WEFT_API weft_status_t weft_group_start(void);
 WEFT_API weft_status_t weft_group_end(void);
+/** How many weft_group_start() of this thread are open (0: none). */
+WEFT_API int weft_group_depth(void);
+/** Ends the innermost open group of this thread without issuing
+ * anything: at the outermost level, what the group recorded is dropped
+ * (deferred calls are released, their run never called). What
+ * ncclGroupSimulateEnd does. WEFT_ERR_INVALID_ARGUMENT if none is open. */
+WEFT_API weft_status_t weft_group_cancel(void);
+
+/** A call deferred to the end of a group (weft_group_defer). */
+typedef weft_status_t (*weft_group_run_fn_t)(void *arg);
+/** Its release: @p status is the outcome of its communicator's share of
+ * the group (the first failure of its deferred calls and its sends and
+ * receives), or WEFT_ERR_ABORTED when the group was cancelled; returns
+ * the status to report for the call. Called once, whatever happened. */
+typedef weft_status_t (*weft_group_done_fn_t)(void *arg, weft_status_t status);
+
+/**
+ * Defers @p run (with @p arg) on @p comm to the outermost
+ * weft_group_end(), so that libraries above weft (the NCCL API) record
+ * any call, collectives included, in weft's one group per thread. There
+ * each communicator's share runs as a group of its own: its deferred
+ * calls in call order (a failure stops the rest of that share), any
+ * weft_send/weft_recv they or the caller made on it, then each deferred
+ * call's @p done. A group that spans several communicators and defers
+ * calls runs each communicator's share from a thread of its own (one
+ * thread may drive several ranks: a communicator's first operations
+ * wait for its peers, which are in the same group); the failure of the
+ * first share that failed is this thread's last error.
+ * Outside a group: runs at once as a group of its own and returns what
+ * @p done returns. Inside: returns WEFT_OK (WEFT_ERR_NO_MEMORY after
+ * calling @p done with it). @p comm NULL or @p run or @p done NULL:
+ * WEFT_ERR_INVALID_ARGUMENT, nothing called. Per thread, like the group.
+ */
+WEFT_API weft_status_t weft_group_defer(weft_comm_t *comm, weft_group_run_fn_t run, weft_group_done_fn_t done,
+                                        void *arg);
 WEFT_API weft_status_t weft_send(const void *buf, size_t count, weft_dtype_t dtype, int peer, weft_comm_t *comm,
                                  weft_stream_t *stream);
 WEFT_API weft_status_t weft_recv(void *buf, size_t count, weft_dtype_t dtype, int peer, weft_comm_t *comm,

@@ -19,6 +19,9 @@ weft_status_t weft_coll_replay_last(weft_comm_t *comm, weft_stream_t *stream);
 
 /* coll_p2p.c: releases the send/recv links. */
 void weft_p2p_ctx_destroy(weft_comm_t *comm);
+/* The bytes of @p comm's capture arenas, and of those held by captured
+ * groups whose graphs live (for tests). */
+void weft_p2p_capture_bytes(weft_comm_t *comm, size_t *total, size_t *held);
 /* All-to-all of @p bytes per rank over the point-to-point links (ranks on
  * several hosts); arguments already checked. */
 weft_status_t weft_p2p_alltoall(weft_comm_t *comm, weft_stream_t *stream, const void *sendbuf, void *recvbuf,

@@ -19,8 +19,9 @@
  * timeout), so a caller may run that many groups ahead of the device.
  *
  * Under CUDA/HIP graph capture a group's descriptor comes instead from a
- * capture arena: packed, written once, never reused while the
- * communicator lives, so that every replay of the graph reads the group
+ * capture arena: packed, written once, not reused while the graph that
+ * recorded it lives (the backend's capture_on_release tells when it is
+ * destroyed), so that every replay of the graph reads the group
  * it recorded (on GPUs the copy into device memory is recorded too, from
  * the same never-rewritten host copy). Nothing else of a group depends on
  * the launch: the channels' counters (semaphores' expected and outbound
@@ -43,6 +44,8 @@
 #include "semaphore.h"
 #include "util.h"
 
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
@@ -75,19 +78,49 @@ struct weft_p2p_ctx {
     uint32_t max_streams, max_segs;
     uint64_t seq;               /* groups launched */
     unsigned nblocks, nthreads;
-    struct p2p_arena *arenas;   /* captured groups' descriptors (the newest first) */
+    struct p2p_pool *pool;      /* captured groups' descriptors */
     uint64_t captured;          /* groups captured */
 };
 
-/* Descriptors of captured groups, bump-allocated, never reused. */
+/*
+ * Descriptors of captured groups, bump-allocated from arenas. Each
+ * captured group holds a reference on its arena until the graph that
+ * recorded it is destroyed (the backend's capture_on_release runs
+ * capture_released); an arena nobody holds is reused from its start.
+ * Where the backend cannot tell (capture_on_release unsupported) the
+ * reference is never dropped: the arenas grow, to P2P_ARENA_MAX a
+ * communicator, beyond which a capture is refused with a message.
+ */
 struct p2p_arena {
     struct p2p_arena *next;
     char *host, *dev;           /* host-mapped: the host's view, the kernels' */
     weft_gpu_alloc_t mem;       /* their copies in device memory (GPUs) */
     size_t bytes, used;
+    unsigned refs;              /* captured groups in it whose graph lives (pool lock) */
 };
 
+/* The arenas' bookkeeping. Releases run on any thread, possibly after the
+ * communicator is gone: the context's destroy frees the arenas' memory
+ * and marks the pool dead; the structs go with the last of it and the
+ * outstanding releases. */
+struct p2p_pool {
+    pthread_mutex_t lock;
+    struct p2p_arena *arenas;   /* the current one first */
+    size_t total;               /* bytes in arenas */
+    unsigned outstanding;       /* releases not run yet */
+    int dead;
+};
+
+/* What a release gets: a captured group's arena. */
+typedef struct {
+    struct p2p_pool *pool;
+    struct p2p_arena *arena;
+} p2p_ticket_t;
+
 #define P2P_ARENA_BYTES ((size_t)256 << 10)
+#define P2P_ARENA_MAX ((size_t)64 << 20)
+
+static void pool_destroy(weft_comm_t *comm, struct p2p_pool *pool);
 
 /* A recorded send or receive. */
 typedef struct {
@@ -132,15 +165,8 @@ void weft_p2p_ctx_destroy(weft_comm_t *comm)
         weft_proxy_destroy(x->proxy);
     for (int p = 0; x->links && p < comm->nranks; p++)
         link_destroy(&x->links[p], comm);
-    while (x->arenas) {
-        struct p2p_arena *a = x->arenas;
-        x->arenas = a->next;
-        if (a->host)
-            comm->gpu->host_free(comm->gctx, a->host);
-        if (a->mem.ptr)
-            comm->gpu->mem_free(comm->gctx, &a->mem);
-        free(a);
-    }
+    if (x->pool)
+        pool_destroy(comm, x->pool);
     if (x->handles.ptr)
         comm->gpu->mem_free(comm->gctx, &x->handles);
     if (x->mc_handles.ptr)
@@ -156,12 +182,69 @@ void weft_p2p_ctx_destroy(weft_comm_t *comm)
     comm->p2p = NULL;
 }
 
-/* A new capture arena of at least @p bytes, first in x->arenas. */
-static weft_status_t arena_add(weft_comm_t *comm, struct weft_p2p_ctx *x, size_t bytes)
+static void pool_free_structs(struct p2p_pool *pool)
+{
+    while (pool->arenas) {
+        struct p2p_arena *a = pool->arenas;
+        pool->arenas = a->next;
+        free(a);
+    }
+    pthread_mutex_destroy(&pool->lock);
+    free(pool);
+}
+
+/* The context's end: the arenas' memory goes now (a graph replayed after
+ * its communicator is gone is the caller's error), their structs once
+ * no release is outstanding. */
+static void pool_destroy(weft_comm_t *comm, struct p2p_pool *pool)
+{
+    int last;
+    pthread_mutex_lock(&pool->lock);
+    for (struct p2p_arena *a = pool->arenas; a; a = a->next) {
+        if (a->host)
+            comm->gpu->host_free(comm->gctx, a->host);
+        if (a->mem.ptr)
+            comm->gpu->mem_free(comm->gctx, &a->mem);
+        a->host = a->dev = NULL;
+        a->mem.ptr = NULL;
+    }
+    pool->dead = 1;
+    last = pool->outstanding == 0;
+    pthread_mutex_unlock(&pool->lock);
+    if (last)
+        pool_free_structs(pool);
+}
+
+/* capture_on_release's callback: the graph that recorded a group is gone.
+ * Runs on any thread; touches only the pool's bookkeeping. */
+static void capture_released(void *arg)
+{
+    p2p_ticket_t *t = arg;
+    struct p2p_pool *pool = t->pool;
+    int last;
+    pthread_mutex_lock(&pool->lock);
+    t->arena->refs--;
+    last = --pool->outstanding == 0 && pool->dead;
+    pthread_mutex_unlock(&pool->lock);
+    free(t);
+    if (last)
+        pool_free_structs(pool);
+}
+
+/* A new capture arena of at least @p bytes, first in the pool (lock
+ * held). */
+static weft_status_t arena_add(weft_comm_t *comm, struct p2p_pool *pool, size_t bytes)
 {
     size_t want = WEFT_MAX(P2P_ARENA_BYTES, bytes);
-    struct p2p_arena *a = calloc(1, sizeof(*a));
+    struct p2p_arena *a;
     weft_status_t status = WEFT_ERR_NO_MEMORY;
+    if (pool->total + want > P2P_ARENA_MAX) {
+        weft_error(WEFT_SUB_COLL, "rank %d: captured point-to-point groups whose graphs live hold %zu bytes of "
+                   "descriptors, at most %zu: destroy graphs before capturing more (where the backend cannot "
+                   "tell when a graph is destroyed, they are never reused)", comm->rank, pool->total, P2P_ARENA_MAX);
+        return WEFT_ERR_NO_MEMORY;
+    }
+    a = calloc(1, sizeof(*a));
     if (!a ||
         (status = comm->gpu->host_alloc_mapped(comm->gctx, want, (void **)&a->host, (void **)&a->dev)) != WEFT_OK ||
         (!(comm->caps & WEFT_CAP_CPU_ACCESS) && (status = comm->gpu->mem_alloc(comm->gctx, want, 0, &a->mem)) != WEFT_OK)) {
@@ -173,8 +256,38 @@ static weft_status_t arena_add(weft_comm_t *comm, struct weft_p2p_ctx *x, size_t
         return status;
     }
     a->bytes = want;
-    a->next = x->arenas;
-    x->arenas = a;
+    a->next = pool->arenas;
+    pool->arenas = a;
+    pool->total += want;
+    return WEFT_OK;
+}
+
+void weft_p2p_capture_bytes(weft_comm_t *comm, size_t *total, size_t *held)
+{
+    struct p2p_pool *pool = comm->p2p ? comm->p2p->pool : NULL;
+    *total = *held = 0;
+    if (!pool)
+        return;
+    pthread_mutex_lock(&pool->lock);
+    *total = pool->total;
+    for (struct p2p_arena *a = pool->arenas; a; a = a->next)
+        if (a->refs)
+            *held += a->bytes;
+    pthread_mutex_unlock(&pool->lock);
+}
+
+static weft_status_t pool_create(weft_comm_t *comm, struct p2p_pool **out)
+{
+    struct p2p_pool *pool = calloc(1, sizeof(*pool));
+    weft_status_t status;
+    if (!pool)
+        return WEFT_ERR_NO_MEMORY;
+    pthread_mutex_init(&pool->lock, NULL);
+    if ((status = arena_add(comm, pool, 0)) != WEFT_OK) {
+        pool_free_structs(pool);
+        return status;
+    }
+    *out = pool;
     return WEFT_OK;
 }
 
@@ -209,7 +322,7 @@ static weft_status_t ctx_setup(weft_comm_t *comm)
                                                (void **)&x->desc_dev)) != WEFT_OK ||
         (!(comm->caps & WEFT_CAP_CPU_ACCESS) &&
          (status = comm->gpu->mem_alloc(comm->gctx, x->ndesc * x->desc_bytes, 0, &x->desc_mem)) != WEFT_OK) ||
-        (status = arena_add(comm, x, 0)) != WEFT_OK) {
+        (status = pool_create(comm, &x->pool)) != WEFT_OK) {
         weft_p2p_ctx_destroy(comm);
         return status == WEFT_OK ? WEFT_ERR_NO_MEMORY : status;
     }
@@ -305,22 +418,62 @@ static weft_status_t desc_acquire(weft_comm_t *comm, struct weft_p2p_ctx *x, cha
     return WEFT_OK;
 }
 
-/* Room for a captured group's descriptor of @p bytes (a multiple of 64):
- * its host copy, where the kernel stores its end (done) and where it reads
- * it (dev). The first arena comes with the context (no allocation under
- * capture in the usual case); more are made as needed. */
-static weft_status_t desc_capture(weft_comm_t *comm, struct weft_p2p_ctx *x, size_t bytes, char **host, char **done,
-                                  char **dev)
+/* Room for a captured group's descriptor of @p bytes (a multiple of 64)
+ * on @p stream: its host copy, where the kernel stores its end (done) and
+ * where it reads it (dev). Its arena is held until the graph being
+ * captured is destroyed. The first arena comes with the context, and
+ * released ones are reused, so that nothing is allocated under capture
+ * in the usual case; more are made as needed. */
+static weft_status_t desc_capture(weft_comm_t *comm, struct weft_p2p_ctx *x, weft_stream_t *stream, size_t bytes,
+                                  char **host, char **done, char **dev)
 {
-    struct p2p_arena *a = x->arenas;
-    weft_status_t status;
-    if ((!a || a->bytes - a->used < bytes) && (status = arena_add(comm, x, bytes)) != WEFT_OK)
+    struct p2p_pool *pool = x->pool;
+    struct p2p_arena *a, **pp;
+    p2p_ticket_t *t = malloc(sizeof(*t));
+    weft_status_t status = WEFT_OK;
+    if (!t)
+        return WEFT_ERR_NO_MEMORY;
+    pthread_mutex_lock(&pool->lock);
+    a = pool->arenas;
+    if (a->refs == 0) /* every group in it was released */
+        a->used = 0;
+    if (a->bytes - a->used < bytes) {
+        /* a released arena large enough, to the front; else a new one */
+        for (pp = &a->next; *pp && ((*pp)->refs || (*pp)->bytes < bytes); pp = &(*pp)->next)
+            ;
+        if (*pp) {
+            struct p2p_arena *r = *pp;
+            *pp = r->next;
+            r->next = pool->arenas;
+            r->used = 0;
+            pool->arenas = r;
+        } else {
+            status = arena_add(comm, pool, bytes);
+        }
+    }
+    if (status == WEFT_OK) {
+        a = pool->arenas;
+        *host = a->host + a->used;
+        *done = a->dev + a->used;
+        *dev = a->mem.ptr ? (char *)a->mem.ptr + a->used : *done;
+        a->used += bytes;
+        a->refs++; /* dropped by capture_released; kept for good where that never runs */
+        pool->outstanding++;
+    }
+    pthread_mutex_unlock(&pool->lock);
+    if (status != WEFT_OK) {
+        free(t);
         return status;
-    a = x->arenas;
-    *host = a->host + a->used;
-    *done = a->dev + a->used;
-    *dev = a->mem.ptr ? (char *)a->mem.ptr + a->used : *done;
-    a->used += bytes;
+    }
+    t->pool = pool;
+    t->arena = a;
+    if (comm->gpu->capture_on_release(comm->gctx, stream->s, capture_released, t) != WEFT_OK) {
+        /* never released: the arena stays held, the pool counts no release */
+        pthread_mutex_lock(&pool->lock);
+        pool->outstanding--;
+        pthread_mutex_unlock(&pool->lock);
+        free(t);
+    }
     return WEFT_OK;
 }
 
@@ -487,7 +640,7 @@ static weft_status_t run_ops(weft_comm_t *comm, weft_stream_t *stream, p2p_op_t 
                 nstreams++;
         }
         /* captured: packed (the group's own counts), never reused */
-        status = capturing ? desc_capture(comm, x,
+        status = capturing ? desc_capture(comm, x, stream,
                                           (head + nstreams * sizeof(weft_p2p_stream_t) +
                                            nsegs * sizeof(weft_p2p_seg_t) + 63) / 64 * 64,
                                           &host, &done, &dev)
@@ -553,17 +706,45 @@ static weft_status_t run_ops(weft_comm_t *comm, weft_stream_t *stream, p2p_op_t 
 /* Groups and entry points                                           */
 /* ---------------------------------------------------------------- */
 
-/* This thread's open group: depth and recorded operations. */
+/*
+ * The group recorder, one per thread, for weft's API and the libraries
+ * above it (the NCCL API defers every call here, collectives included).
+ * An entry is a send or receive (run NULL) or a deferred call; the
+ * outermost weft_group_end runs each communicator's share (run_share).
+ */
+typedef struct {
+    p2p_op_t op; /* op.comm: the entry's communicator (a send or receive: all of op) */
+    weft_group_run_fn_t run;
+    weft_group_done_fn_t done;
+    void *arg;
+} group_entry_t;
+
 static __thread struct {
     int depth;
-    p2p_op_t *ops;
+    group_entry_t *e;
     size_t n, cap;
 } group;
 
-static void group_clear(void)
+static weft_status_t group_push(const group_entry_t *e)
 {
-    free(group.ops);
-    group.ops = NULL;
+    if (group.n == group.cap) {
+        size_t cap = group.cap ? 2 * group.cap : 16;
+        group_entry_t *g = realloc(group.e, cap * sizeof(*g));
+        if (!g)
+            return WEFT_ERR_NO_MEMORY;
+        group.e = g;
+        group.cap = cap;
+    }
+    group.e[group.n++] = *e;
+    return WEFT_OK;
+}
+
+/* Detaches what the open group recorded (the caller frees *e). */
+static void group_take(group_entry_t **e, size_t *n)
+{
+    *e = group.e;
+    *n = group.n;
+    group.e = NULL;
     group.n = group.cap = 0;
 }
 
@@ -600,10 +781,144 @@ static weft_status_t run_recorded(p2p_op_t *ops, size_t n)
     return first;
 }
 
+static weft_status_t run_entries(group_entry_t *e, size_t n);
+
+/* One communicator's share of a group: entries @p idx[0..m) of @p e, in
+ * call order. Deferred calls run first, inside a group of the share's own
+ * (so their sends and receives, and the caller's, are issued together),
+ * then every deferred call's done. This thread's group must be empty. */
+static weft_status_t run_share(group_entry_t *e, const size_t *idx, size_t m)
+{
+    weft_status_t status = WEFT_OK, s;
+    group_entry_t *inner;
+    size_t ninner, ndeferred = 0;
+    for (size_t k = 0; k < m; k++)
+        ndeferred += e[idx[k]].run != NULL;
+    if (ndeferred == 0) { /* sends and receives only */
+        p2p_op_t **ops = calloc(m, sizeof(*ops));
+        if (!ops)
+            return WEFT_ERR_NO_MEMORY;
+        for (size_t k = 0; k < m; k++)
+            ops[k] = &e[idx[k]].op;
+        status = run_ops(ops[0]->comm, ops[0]->stream, ops, m, 0);
+        free(ops);
+        return status;
+    }
+    group.depth = 1;
+    /* a failure stops the rest of the share: what was recorded before it runs */
+    for (size_t k = 0; k < m && status == WEFT_OK; k++)
+        status = e[idx[k]].run ? e[idx[k]].run(e[idx[k]].arg) : group_push(&e[idx[k]]);
+    group.depth = 0;
+    group_take(&inner, &ninner);
+    s = run_entries(inner, ninner);
+    free(inner);
+    if (status == WEFT_OK)
+        status = s;
+    s = status;
+    for (size_t k = 0; k < m; k++)
+        if (e[idx[k]].run) {
+            weft_status_t d = e[idx[k]].done(e[idx[k]].arg, status);
+            if (s == WEFT_OK)
+                s = d;
+        }
+    return s;
+}
+
+typedef struct {
+    group_entry_t *e;
+    size_t *idx, m;
+    weft_status_t status;
+    char error[512];
+} share_t;
+
+static void *share_thread(void *arg)
+{
+    share_t *sh = arg;
+    sh->status = run_share(sh->e, sh->idx, sh->m);
+    if (sh->status != WEFT_OK)
+        snprintf(sh->error, sizeof(sh->error), "%s", weft_get_last_error());
+    return NULL;
+}
+
+/* Runs a group's entries: share by share, in the order each communicator
+ * first appears; from a thread a share when several communicators have
+ * deferred calls. Every share runs; the first failure is returned. */
+static weft_status_t run_entries(group_entry_t *e, size_t n)
+{
+    share_t *sh;
+    size_t *idx, ns = 0, k = 0;
+    pthread_t *threads;
+    int deferred = 0, failed = -1;
+    weft_status_t first = WEFT_OK;
+    if (n == 0)
+        return WEFT_OK;
+    sh = calloc(n, sizeof(*sh));
+    idx = calloc(n, sizeof(*idx));
+    threads = calloc(n, sizeof(*threads));
+    if (!sh || !idx || !threads) {
+        free(sh);
+        free(idx);
+        free(threads);
+        for (size_t i = 0; i < n; i++)
+            if (e[i].run)
+                e[i].done(e[i].arg, WEFT_ERR_NO_MEMORY);
+        return WEFT_ERR_NO_MEMORY;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int seen = 0;
+        deferred |= e[i].run != NULL;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = e[j].op.comm == e[i].op.comm;
+        if (seen)
+            continue;
+        sh[ns].e = e;
+        sh[ns].idx = &idx[k];
+        for (size_t j = i; j < n; j++)
+            if (e[j].op.comm == e[i].op.comm)
+                idx[k++] = j;
+        sh[ns].m = (size_t)(&idx[k] - sh[ns].idx);
+        ns++;
+    }
+    if (ns == 1 || !deferred) {
+        for (size_t i = 0; i < ns; i++)
+            sh[i].status = run_share(e, sh[i].idx, sh[i].m);
+        for (size_t i = 0; i < ns && first == WEFT_OK; i++)
+            first = sh[i].status;
+    } else {
+        size_t started;
+        for (started = 0; started < ns; started++)
+            if (pthread_create(&threads[started], NULL, share_thread, &sh[started]) != 0)
+                break;
+        for (size_t i = 0; i < started; i++)
+            pthread_join(threads[i], NULL);
+        for (size_t i = started; i < ns; i++) { /* never run: released */
+            sh[i].status = WEFT_ERR_SYSTEM;
+            snprintf(sh[i].error, sizeof(sh[i].error), "group: no thread for the share of communicator %zu of %zu",
+                     i, ns);
+            for (size_t j = 0; j < sh[i].m; j++)
+                if (e[sh[i].idx[j]].run)
+                    e[sh[i].idx[j]].done(e[sh[i].idx[j]].arg, WEFT_ERR_SYSTEM);
+        }
+        for (size_t i = 0; i < ns && failed < 0; i++)
+            if (sh[i].status != WEFT_OK)
+                failed = (int)i;
+        if (failed >= 0) {
+            /* the share's thread noted why; this thread's last error says it */
+            weft_error_note("%s", sh[failed].error);
+            first = sh[failed].status;
+        }
+    }
+    free(sh);
+    free(idx);
+    free(threads);
+    return first;
+}
+
 /* Checks one operation; records it in the open group or runs it alone. */
 static weft_status_t p2p_call(const char *what, p2p_op_t *op, size_t count, weft_dtype_t dtype)
 {
     size_t es = (unsigned)dtype < WEFT_DTYPE_COUNT ? weft_dtype_size(dtype) : 0, bytes;
+    group_entry_t ent;
     if (!op->comm || !op->stream || op->stream->comm != op->comm || es == 0 || !weft_mul_size(count, es, &bytes) ||
         op->peer < 0 || op->peer >= op->comm->nranks || (count && !op->ptr)) {
         weft_error_note("%s: invalid arguments (peer %d, %zu elements, buffer %p)", what, op->peer, count,
@@ -616,20 +931,13 @@ static weft_status_t p2p_call(const char *what, p2p_op_t *op, size_t count, weft
     if (group.depth == 0)
         return run_recorded(op, 1);
     for (size_t i = 0; i < group.n; i++)
-        if (group.ops[i].comm == op->comm && group.ops[i].stream != op->stream) {
+        if (!group.e[i].run && group.e[i].op.comm == op->comm && group.e[i].op.stream != op->stream) {
             weft_error_note("%s: a group's operations on one communicator must use one stream", what);
             return WEFT_ERR_INVALID_ARGUMENT;
         }
-    if (group.n == group.cap) {
-        size_t cap = group.cap ? 2 * group.cap : 16;
-        p2p_op_t *ops = realloc(group.ops, cap * sizeof(*ops));
-        if (!ops)
-            return WEFT_ERR_NO_MEMORY;
-        group.ops = ops;
-        group.cap = cap;
-    }
-    group.ops[group.n++] = *op;
-    return WEFT_OK;
+    memset(&ent, 0, sizeof(ent));
+    ent.op = *op;
+    return group_push(&ent);
 }
 
 weft_status_t weft_group_start(void)
@@ -641,15 +949,64 @@ weft_status_t weft_group_start(void)
 weft_status_t weft_group_end(void)
 {
     weft_status_t status;
+    group_entry_t *e;
+    size_t n;
     if (group.depth == 0) {
         weft_error_note("weft_group_end without weft_group_start");
         return WEFT_ERR_INVALID_ARGUMENT;
     }
     if (--group.depth > 0)
         return WEFT_OK;
-    status = run_recorded(group.ops, group.n);
-    group_clear();
+    group_take(&e, &n);
+    status = run_entries(e, n);
+    free(e);
     return status;
+}
+
+int weft_group_depth(void)
+{
+    return group.depth;
+}
+
+weft_status_t weft_group_cancel(void)
+{
+    group_entry_t *e;
+    size_t n;
+    if (group.depth == 0) {
+        weft_error_note("weft_group_cancel without weft_group_start");
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    if (--group.depth > 0)
+        return WEFT_OK;
+    group_take(&e, &n);
+    for (size_t i = 0; i < n; i++)
+        if (e[i].run)
+            e[i].done(e[i].arg, WEFT_ERR_ABORTED);
+    free(e);
+    return WEFT_OK;
+}
+
+weft_status_t weft_group_defer(weft_comm_t *comm, weft_group_run_fn_t run, weft_group_done_fn_t done, void *arg)
+{
+    group_entry_t ent;
+    weft_status_t status;
+    if (!comm || !run || !done) {
+        weft_error_note("weft_group_defer: %s is NULL", !comm ? "comm" : !run ? "run" : "done");
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    memset(&ent, 0, sizeof(ent));
+    ent.op.comm = comm;
+    ent.run = run;
+    ent.done = done;
+    ent.arg = arg;
+    if (group.depth == 0) /* a group of its own */
+        return run_entries(&ent, 1);
+    if ((status = group_push(&ent)) != WEFT_OK) {
+        weft_error_note("weft_group_defer: out of memory recording the call");
+        (void)done(arg, status);
+        return status;
+    }
+    return WEFT_OK;
 }
 
 weft_status_t weft_send(const void *buf, size_t count, weft_dtype_t dtype, int peer, weft_comm_t *comm,
@@ -696,9 +1053,8 @@ weft_status_t weft_alltoallv(const void *sendbuf, const size_t *sendcounts, cons
         if (status == WEFT_OK)
             status = weft_recv((char *)recvbuf + rdispls[p] * es, recvcounts[p], dtype, p, comm, stream);
     }
-    if (status != WEFT_OK && group.depth == 1) {
-        group_clear(); /* ours alone: nothing of it runs */
-        group.depth = 0;
+    if (status != WEFT_OK) {
+        weft_group_cancel(); /* ours alone: nothing of it runs; in the caller's: this call's sends stay */
         return status;
     }
     {

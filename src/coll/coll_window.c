@@ -99,8 +99,14 @@ static void reg_mem_freeing(weft_comm_t *comm, const void *ptr);
 /* Live explicit registrations: a second deregistration is refused without
  * touching freed memory. */
 static weft_handle_set_t live_regs = WEFT_HANDLE_SET_INIT;
+/* Live windows: a second deregistration, or one after the communicator's
+ * destroy freed the window, is refused without touching freed memory. */
+static weft_handle_set_t live_windows = WEFT_HANDLE_SET_INIT;
 
-static void window_free(weft_comm_window_t *w)
+/* Releases @p w's registrations; a window that was handed out is buried
+ * (freed later), so that a stale handle does not soon meet a new window
+ * at the same address. */
+static void window_free(weft_comm_window_t *w, int handed_out)
 {
     for (int p = 0; w->remote && p < w->comm->nranks; p++)
         if (w->remote[p])
@@ -108,8 +114,14 @@ static void window_free(weft_comm_window_t *w)
     if (w->mem)
         weft_mem_deregister(w->mem);
     free(w->remote);
-    free(w);
+    w->remote = NULL;
+    if (handed_out)
+        weft_handle_bury(&live_windows, w);
+    else
+        free(w);
 }
+
+
 
 static weft_status_t window_set(weft_comm_t *comm, struct weft_window_set **out)
 {
@@ -168,8 +180,16 @@ weft_status_t weft_comm_window_register(weft_comm_t *comm, void *buf, size_t byt
     weft_status_t status;
     int slot = -1, bad = -1;
 
-    if (!comm || !buf || bytes == 0 || !out || (uintptr_t)buf + bytes < (uintptr_t)buf)
+    if (!comm || !out)
         return WEFT_ERR_INVALID_ARGUMENT;
+    if (!buf || bytes == 0 || (uintptr_t)buf + bytes < (uintptr_t)buf) {
+        /* the others are in the collective: they learn of it and fail too,
+         * instead of waiting for this rank until the bootstrap gives up */
+        weft_error_note("window: rank %d: buffer %p of %zu bytes is invalid", comm->rank, buf, bytes);
+        if (single_host_ipc(comm) && window_set(comm, &set) == WEFT_OK)
+            (void)registered_everywhere(comm, WEFT_ERR_INVALID_ARGUMENT, &bad);
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
     if (!single_host_ipc(comm)) {
         weft_error_note("window: every rank must be on this host and the backend share memory (%d of %d ranks "
                         "are here)",
@@ -216,8 +236,14 @@ weft_status_t weft_comm_window_register(weft_comm_t *comm, void *buf, size_t byt
                        weft_status_string(status));
         for (int p = 0; p < comm->nranks; p++)
             weft_reg_set_cell(comm, slot, p, NULL, 0);
-        window_free(w);
+        window_free(w, 0);
         return status;
+    }
+    if (!weft_handle_add(&live_windows, w)) {
+        for (int p = 0; p < comm->nranks; p++)
+            weft_reg_set_cell(comm, slot, p, NULL, 0);
+        window_free(w, 0);
+        return WEFT_ERR_NO_MEMORY;
     }
     set->slot[slot] = w;
     *out = w;
@@ -230,13 +256,18 @@ weft_status_t weft_comm_window_deregister(weft_comm_window_t *w)
     weft_status_t status;
     if (!w)
         return WEFT_ERR_INVALID_ARGUMENT;
+    if (!weft_handle_take(&live_windows, w)) {
+        weft_error_note("window %p is not a live window (deregistered already, or its communicator destroyed)",
+                        (void *)w);
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
     comm = w->comm;
     /* no peer still reads or writes through it: every rank is here */
     status = weft_bootstrap_barrier(comm);
     comm->windows->slot[w->slot] = NULL;
     for (int p = 0; p < comm->nranks; p++)
         weft_reg_set_cell(comm, w->slot, p, NULL, 0);
-    window_free(w);
+    window_free(w, 1);
     return status;
 }
 
@@ -244,6 +275,11 @@ weft_status_t weft_comm_window_buffer(const weft_comm_window_t *w, void **buf)
 {
     if (!w || !buf)
         return WEFT_ERR_INVALID_ARGUMENT;
+    if (!weft_handle_live(&live_windows, (void *)w)) {
+        weft_error_note("window %p is not a live window (deregistered already, or its communicator destroyed)",
+                        (const void *)w);
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
     *buf = w->base;
     return WEFT_OK;
 }
@@ -491,8 +527,10 @@ void weft_window_set_destroy(weft_comm_t *comm)
         free(j);
     }
     for (int s = 0; s < WEFT_COLL_MAX_WINDOWS; s++)
-        if (set->slot[s])
-            window_free(set->slot[s]);
+        if (set->slot[s]) {
+            weft_handle_take(&live_windows, set->slot[s]);
+            window_free(set->slot[s], 1);
+        }
     while (set->regs)
         reg_release_how(set->regs, 0);
     pthread_cond_destroy(&set->work);

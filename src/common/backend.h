@@ -154,6 +154,13 @@ typedef struct weft_gpu_ops {
     weft_status_t (*stream_query)(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *stream);
     /* *capturing = 1 while the stream records into a CUDA/HIP graph. */
     weft_status_t (*stream_capturing)(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *stream, int *capturing);
+    /* While @p stream records into a graph: @p release(@p arg) runs once
+     * that graph is destroyed (or its capture fails), from any thread, and
+     * must not call the runtime (CUDA: a user object the graph retains).
+     * WEFT_ERR_UNSUPPORTED where the backend cannot tell (then release is
+     * never called). */
+    weft_status_t (*capture_on_release)(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *stream, void (*release)(void *arg),
+                                        void *arg);
     weft_status_t (*event_create)(weft_gpu_ctx_t *ctx, weft_gpu_event_t **event);
     weft_status_t (*event_destroy)(weft_gpu_ctx_t *ctx, weft_gpu_event_t *event);
     weft_status_t (*event_record)(weft_gpu_ctx_t *ctx, weft_gpu_event_t *event, weft_gpu_stream_t *stream);

@@ -44,6 +44,7 @@ static weft_status_t stub_stream_destroy(weft_gpu_ctx_t *c, weft_gpu_stream_t *s
 static weft_status_t stub_stream_sync(weft_gpu_ctx_t *c, weft_gpu_stream_t *s) { (void)c; (void)s; return WEFT_ERR_UNSUPPORTED; }
 static weft_status_t stub_stream_query(weft_gpu_ctx_t *c, weft_gpu_stream_t *s) { (void)c; (void)s; return WEFT_ERR_UNSUPPORTED; }
 static weft_status_t stub_stream_capturing(weft_gpu_ctx_t *c, weft_gpu_stream_t *s, int *cap) { (void)c; (void)s; *cap = 0; return WEFT_OK; }
+static weft_status_t stub_capture_on_release(weft_gpu_ctx_t *c, weft_gpu_stream_t *s, void (*r)(void *), void *a) { (void)c; (void)s; (void)r; (void)a; return WEFT_ERR_UNSUPPORTED; }
 static weft_status_t stub_event_create(weft_gpu_ctx_t *c, weft_gpu_event_t **e) { (void)c; (void)e; return WEFT_ERR_UNSUPPORTED; }
 static weft_status_t stub_event_destroy(weft_gpu_ctx_t *c, weft_gpu_event_t *e) { (void)c; (void)e; return WEFT_ERR_UNSUPPORTED; }
 static weft_status_t stub_event_record(weft_gpu_ctx_t *c, weft_gpu_event_t *e, weft_gpu_stream_t *s) { (void)c; (void)e; (void)s; return WEFT_ERR_UNSUPPORTED; }
@@ -62,7 +63,7 @@ void weft_gpu_ops_complete(weft_gpu_ops_t *dst, const weft_gpu_ops_t *src)
     FILL(mem_alloc); FILL(mem_free); FILL(host_alloc_mapped); FILL(host_free);
     FILL(ipc_export); FILL(ipc_import); FILL(ipc_close); FILL(mem_query);
     FILL(mc_create); FILL(mc_import); FILL(mc_add_device); FILL(mc_bind); FILL(mc_release); FILL(dmabuf_export);
-    FILL(stream_create); FILL(stream_destroy); FILL(stream_sync); FILL(stream_query); FILL(stream_capturing);
+    FILL(stream_create); FILL(stream_destroy); FILL(stream_sync); FILL(stream_query); FILL(stream_capturing); FILL(capture_on_release);
     FILL(event_create); FILL(event_destroy); FILL(event_record); FILL(event_query);
     FILL(memcpy_async); FILL(launch); FILL(stream_write_u64);
 #undef FILL

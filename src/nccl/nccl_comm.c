@@ -531,16 +531,42 @@ out:
     return status == WEFT_OK ? ncclSuccess : nccl_result(status);
 }
 
+/* The slot of @p w in @p comm's windows, or -1 (lock held). */
+static int window_slot(ncclComm_t comm, const weft_comm_window_t *w)
+{
+    for (int i = 0; w && i < NCCL_MAX_WINDOWS; i++)
+        if (comm->windows[i] == w)
+            return i;
+    return -1;
+}
+
+int nccl_window_live(ncclComm_t comm, ncclWindow_t win)
+{
+    int live;
+    pthread_mutex_lock(&comm->lock);
+    live = window_slot(comm, (const weft_comm_window_t *)win) >= 0;
+    pthread_mutex_unlock(&comm->lock);
+    return live;
+}
+
 NCCL_API ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win, int flags)
 {
     weft_comm_window_t *w = NULL;
     weft_status_t status;
     ncclResult_t r;
-    (void)flags;
+    int slot;
     if (!comm || !win)
         return nccl_fail(ncclInvalidArgument, "ncclCommWindowRegister: %s is NULL", comm ? "win" : "comm");
     if ((r = nccl_enter(comm, "ncclCommWindowRegister")) != ncclSuccess)
         return r;
+    if (flags & ~(NCCL_WIN_COLL_SYMMETRIC | NCCL_WIN_STRICT_ORDERING)) {
+        /* collective: the other ranks learn of it and fail too (weft
+         * refuses a NULL buffer on every rank) */
+        (void)weft_comm_window_register(comm->w, NULL, 0, &w);
+        nccl_leave(comm);
+        return nccl_fail(ncclInvalidArgument, "ncclCommWindowRegister: rank %d: flags 0x%x has bits NCCL does "
+                                              "not define", comm->rank, (unsigned)flags);
+    }
     status = weft_comm_window_register(comm->w, buff, size, &w);
     /* ncclPutSignal's signal areas come with the first window (collective
      * too); should that fail, the window still works and puts say why not */
@@ -548,7 +574,17 @@ NCCL_API ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t
         (void)weft_signal_setup(comm->w);
     nccl_leave(comm);
     if (status != WEFT_OK)
-        return nccl_result(status);
+        return nccl_fail(nccl_result(status), "ncclCommWindowRegister(%p, %zu): rank %d: %s", buff, size,
+                         comm->rank, weft_get_last_error());
+    /* weft holds at most NCCL_MAX_WINDOWS, so a slot is free */
+    pthread_mutex_lock(&comm->lock);
+    slot = -1;
+    for (int i = 0; i < NCCL_MAX_WINDOWS && slot < 0; i++)
+        if (!comm->windows[i])
+            slot = i;
+    if (slot >= 0)
+        comm->windows[slot] = w;
+    pthread_mutex_unlock(&comm->lock);
     *win = (ncclWindow_t)w;
     return ncclSuccess;
 }
@@ -557,11 +593,28 @@ NCCL_API ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win
 {
     weft_status_t status;
     ncclResult_t r;
+    int slot;
     if (!comm || !win)
         return nccl_fail(ncclInvalidArgument, "ncclCommWindowDeregister: %s is NULL", comm ? "win" : "comm");
     if ((r = nccl_enter(comm, "ncclCommWindowDeregister")) != ncclSuccess)
         return r;
-    status = weft_comm_window_deregister((weft_comm_window_t *)win);
+    /* taken under the lock, so that two deregistrations cannot both pass */
+    pthread_mutex_lock(&comm->lock);
+    if ((slot = window_slot(comm, (weft_comm_window_t *)win)) >= 0)
+        comm->windows[slot] = NULL;
+    pthread_mutex_unlock(&comm->lock);
+    if (slot < 0) {
+        nccl_leave(comm);
+        return nccl_fail(ncclInvalidArgument, "ncclCommWindowDeregister: rank %d: %p is not a live window of this "
+                                              "communicator (deregistered already?)", comm->rank, (void *)win);
+    }
+    /* the collectives that used it have been queued on the caller's streams */
+    status = nccl_streams_sync(comm);
+    {
+        weft_status_t s = weft_comm_window_deregister((weft_comm_window_t *)win);
+        if (status == WEFT_OK)
+            status = s;
+    }
     nccl_leave(comm);
     return status == WEFT_OK ? ncclSuccess : nccl_result(status);
 }
@@ -619,10 +672,20 @@ NCCL_API ncclResult_t ncclCommDestroy(ncclComm_t comm)
     return r;
 }
 
+int nccl_live(ncclComm_t comm)
+{
+    return weft_handle_live(&live_comms, comm);
+}
+
 ncclResult_t nccl_enter(ncclComm_t comm, const char *what)
 {
-    ncclResult_t init = __atomic_load_n(&comm->init_result, __ATOMIC_ACQUIRE);
+    ncclResult_t init;
     const char *why = NULL;
+    /* a destroyed communicator's memory is not read (it may be freed) */
+    if (!weft_handle_live(&live_comms, comm))
+        return nccl_fail(ncclInvalidArgument, "%s: %p is not a live communicator (destroyed or aborted already?)",
+                         what, (void *)comm);
+    init = __atomic_load_n(&comm->init_result, __ATOMIC_ACQUIRE);
     pthread_mutex_lock(&comm->busy_lock);
     if (comm->aborting)
         why = "is being aborted";
@@ -691,6 +754,8 @@ NCCL_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *error
     weft_status_t async = WEFT_OK;
     if (!comm || !error)
         return nccl_fail(ncclInvalidArgument, "ncclCommGetAsyncError: %s is NULL", comm ? "asyncError" : "comm");
+    if (!nccl_live(comm))
+        return nccl_fail(ncclInvalidArgument, "ncclCommGetAsyncError: %p is not a live communicator", (void *)comm);
     ncclResult_t init = __atomic_load_n(&comm->init_result, __ATOMIC_ACQUIRE);
     if (init != ncclSuccess) {
         /* nonblocking initialisation: under way, or failed saying why */
@@ -710,6 +775,8 @@ NCCL_API ncclResult_t ncclCommCount(const ncclComm_t comm, int *count)
 {
     if (!comm || !count)
         return nccl_fail(ncclInvalidArgument, "ncclCommCount: %s is NULL", comm ? "count" : "comm");
+    if (!nccl_live(comm))
+        return nccl_fail(ncclInvalidArgument, "ncclCommCount: %p is not a live communicator", (void *)comm);
     *count = comm->nranks;
     return ncclSuccess;
 }
@@ -718,6 +785,8 @@ NCCL_API ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *device)
 {
     if (!comm || !device)
         return nccl_fail(ncclInvalidArgument, "ncclCommCuDevice: %s is NULL", comm ? "device" : "comm");
+    if (!nccl_live(comm))
+        return nccl_fail(ncclInvalidArgument, "ncclCommCuDevice: %p is not a live communicator", (void *)comm);
     *device = comm->device;
     return ncclSuccess;
 }
@@ -726,6 +795,8 @@ NCCL_API ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank)
 {
     if (!comm || !rank)
         return nccl_fail(ncclInvalidArgument, "ncclCommUserRank: %s is NULL", comm ? "rank" : "comm");
+    if (!nccl_live(comm))
+        return nccl_fail(ncclInvalidArgument, "ncclCommUserRank: %p is not a live communicator", (void *)comm);
     *rank = comm->rank;
     return ncclSuccess;
 }
@@ -747,6 +818,8 @@ NCCL_API ncclResult_t ncclCommRevoke(ncclComm_t comm, int flags)
     int busy;
     if (!comm)
         return nccl_fail(ncclInvalidArgument, "ncclCommRevoke: comm is NULL");
+    if (!nccl_live(comm))
+        return nccl_fail(ncclInvalidArgument, "ncclCommRevoke: %p is not a live communicator", (void *)comm);
     if (flags != NCCL_REVOKE_DEFAULT)
         return nccl_fail(ncclInvalidArgument, "ncclCommRevoke: revokeFlags is %d (must be NCCL_REVOKE_DEFAULT)",
                          flags);
@@ -887,6 +960,8 @@ NCCL_API ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId *id)
     weft_status_t status;
     if (!comm || !id)
         return nccl_fail(ncclInvalidArgument, "ncclCommGetUniqueId: %s is NULL", comm ? "uniqueId" : "comm");
+    if (!nccl_live(comm))
+        return nccl_fail(ncclInvalidArgument, "ncclCommGetUniqueId: %p is not a live communicator", (void *)comm);
     if (comm->grow_pending)
         return nccl_fail(ncclInvalidUsage, "ncclCommGetUniqueId: rank %d: the previous id has not been used by "
                                            "ncclCommGrow", comm->rank);
@@ -926,6 +1001,8 @@ NCCL_API ncclResult_t ncclCommGrow(ncclComm_t comm, int nranks, const ncclUnique
                                                   "(rank %d%s)", nranks - 1, rank, uid ? "" : ", uniqueId NULL");
         return comm_init(newcomm, nranks, uid, rank, WEFT_DEVICE_CURRENT, config);
     }
+    if (!nccl_live(comm))
+        return nccl_fail(ncclInvalidArgument, "ncclCommGrow: %p is not a live communicator", (void *)comm);
     if (rank != -1 || nranks <= comm->nranks)
         return nccl_fail(ncclInvalidArgument, "ncclCommGrow: an existing rank passes rank -1 (got %d) and more "
                                               "than %d ranks (got %d)", rank, comm->nranks, nranks);
@@ -995,6 +1072,8 @@ NCCL_API ncclResult_t ncclCommSuspend(ncclComm_t comm, int flags)
     weft_status_t status;
     if (!comm)
         return nccl_fail(ncclInvalidArgument, "ncclCommSuspend: comm is NULL");
+    if (!nccl_live(comm))
+        return nccl_fail(ncclInvalidArgument, "ncclCommSuspend: %p is not a live communicator", (void *)comm);
     if (flags & ~NCCL_SUSPEND_MEM)
         return nccl_fail(ncclInvalidArgument, "ncclCommSuspend: flags 0x%x (only NCCL_SUSPEND_MEM)", flags);
     if ((r = nccl_enter(comm, "ncclCommSuspend")) != ncclSuccess)
@@ -1020,6 +1099,8 @@ NCCL_API ncclResult_t ncclCommResume(ncclComm_t comm)
     int was;
     if (!comm)
         return nccl_fail(ncclInvalidArgument, "ncclCommResume: comm is NULL");
+    if (!nccl_live(comm))
+        return nccl_fail(ncclInvalidArgument, "ncclCommResume: %p is not a live communicator", (void *)comm);
     pthread_mutex_lock(&comm->busy_lock);
     was = comm->suspended;
     comm->suspended = 0;
@@ -1033,6 +1114,8 @@ NCCL_API ncclResult_t ncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, 
     uint64_t layer = 0;
     if (!comm || !value)
         return nccl_fail(ncclInvalidArgument, "ncclCommMemStats: %s is NULL", comm ? "value" : "comm");
+    if (!nccl_live(comm))
+        return nccl_fail(ncclInvalidArgument, "ncclCommMemStats: %p is not a live communicator", (void *)comm);
     for (int i = 0; i < NCCL_MAX_PREMUL; i++)
         layer += comm->premul_bytes[i];
     switch (stat) {
@@ -1066,6 +1149,8 @@ NCCL_API ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, nc
     if (!op || !scalar || !comm)
         return nccl_fail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: %s is NULL",
                          !op ? "op" : !scalar ? "scalar" : "comm");
+    if (!nccl_live(comm))
+        return nccl_fail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: %p is not a live communicator", (void *)comm);
     if (nccl_dtype(datatype, &t) != 0)
         return nccl_fail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: data type %d is not one of NCCL's",
                          (int)datatype);
@@ -1108,6 +1193,8 @@ NCCL_API ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm)
     int k = (int)op - ncclNumOps;
     if (!comm)
         return nccl_fail(ncclInvalidArgument, "ncclRedOpDestroy: comm is NULL");
+    if (!nccl_live(comm))
+        return nccl_fail(ncclInvalidArgument, "ncclRedOpDestroy: %p is not a live communicator", (void *)comm);
     pthread_mutex_lock(&comm->lock);
     if (k < 0 || k >= NCCL_MAX_PREMUL || !comm->premul[k].used) {
         pthread_mutex_unlock(&comm->lock);

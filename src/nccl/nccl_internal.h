@@ -21,6 +21,9 @@ typedef struct {
     unsigned char immediate[8]; /* ncclScalarHostImmediate: the value */
 } nccl_premul_t;
 
+/* Windows per communicator (weft's limit, include/weft.h). */
+#define NCCL_MAX_WINDOWS 32
+
 /* A caller's stream and the weft stream that queues onto it. */
 typedef struct nccl_stream {
     void *native; /* the caller's cudaStream_t (a key only on the host backend) */
@@ -55,12 +58,19 @@ struct ncclComm {
     int grow_pending;
     ncclUniqueId grow_id;
     char name[64]; /* config commName, for messages */
+    /* its live windows (ncclCommWindowRegister), under lock: a window of
+     * another communicator, or one deregistered already, is refused */
+    weft_comm_window_t *windows[NCCL_MAX_WINDOWS];
     nccl_premul_t premul[NCCL_MAX_PREMUL];
     /* scratch for pre-multiplied inputs, one per operator of a group */
     void *premul_buf[NCCL_MAX_PREMUL];
     size_t premul_bytes[NCCL_MAX_PREMUL];
+    int premul_next; /* the next of those a share of a group takes */
 };
 
+/* 1 if @p comm is a live communicator (not destroyed or aborted); its
+ * memory is not read. */
+int nccl_live(ncclComm_t comm);
 /* Marks a call on @p comm under way; refused once ncclCommAbort began. */
 ncclResult_t nccl_enter(ncclComm_t comm, const char *what);
 void nccl_leave(ncclComm_t comm);
@@ -80,6 +90,9 @@ int nccl_dtype(ncclDataType_t t, weft_dtype_t *out);
 int nccl_redop(ncclRedOp_t op, weft_redop_t *out);
 /* @p op's pre-multiplied sum on @p comm for @p t, or NULL. */
 const nccl_premul_t *nccl_premul(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t t);
+
+/* 1 if @p win is a live window of @p comm (ncclCommWindowRegister's). */
+int nccl_window_live(ncclComm_t comm, ncclWindow_t win);
 
 /* The backend communicators and ncclMemAlloc use (nccl_comm.c). */
 const char *nccl_pick_backend(void);

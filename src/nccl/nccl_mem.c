@@ -106,8 +106,12 @@ NCCL_API ncclResult_t ncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void 
     if (!comm || !win || !outUserPtr)
         return nccl_fail(ncclInvalidArgument, "ncclWinGetUserPtr: %s is NULL",
                          !comm ? "comm" : !win ? "win" : "outUserPtr");
-    if (weft_comm_window_buffer((weft_comm_window_t *)win, outUserPtr) != WEFT_OK)
-        return nccl_fail(ncclInvalidArgument, "ncclWinGetUserPtr: %p is not a window", (void *)win);
+    /* the communicator's own record first: a stale window is never read */
+    if (!nccl_live(comm))
+        return nccl_fail(ncclInvalidArgument, "ncclWinGetUserPtr: %p is not a live communicator", (void *)comm);
+    if (!nccl_window_live(comm, win) || weft_comm_window_buffer((weft_comm_window_t *)win, outUserPtr) != WEFT_OK)
+        return nccl_fail(ncclInvalidArgument, "ncclWinGetUserPtr: %p is not a live window of this communicator "
+                                              "(deregistered already?)", (void *)win);
     return ncclSuccess;
 }
 

@@ -1,15 +1,16 @@
 /*
  * libweft_nccl: collectives, point-to-point and groups of the NCCL API.
  *
- * Outside a group each call is issued at once. Inside ncclGroupStart /
- * ncclGroupEnd (nestable, per thread) calls are checked and recorded; the
- * outermost ncclGroupEnd issues them, per communicator in call order,
- * inside one weft group (weft_group_start/end), so sends and receives to
- * any set of peers need no ordering. A group that spans several
- * communicators (one process driving several ranks, as after
- * ncclCommInitAll) issues each communicator's calls from a thread of its
- * own: a communicator's first operations block until its peers join them,
- * and the peers are in the same group.
+ * Every call is checked, then handed to weft's group recorder
+ * (weft_group_defer, src/coll/coll_p2p.c): outside a group it runs at
+ * once; inside ncclGroupStart / ncclGroupEnd (= weft_group_start/end,
+ * nestable, per thread) it runs at the outermost ncclGroupEnd, per
+ * communicator in call order inside one weft group, so sends and
+ * receives to any set of peers need no ordering. A group that spans
+ * several communicators (one process driving several ranks, as after
+ * ncclCommInitAll) runs each communicator's share from a thread of its
+ * own (weft does that). A call's outcome goes to the recording thread's
+ * nccl_outcome_t, which ncclGroupEnd (or the call itself) reports.
  */
 #include "config.h"
 #include "nccl_internal.h"
@@ -64,12 +65,60 @@ typedef struct {
      * v holds (peer, opCnt) for each of count descriptors */
     void *win;
     size_t win_offset;
+    /* where its failure is reported (the recording thread's), and whether
+     * it entered its communicator (nccl_enter) */
+    struct nccl_outcome *outcome;
+    int entered;
 } nccl_op_t;
 
-/* This thread's open group. */
-static __thread int group_depth;
-static __thread nccl_op_t *group_ops;
-static __thread size_t group_len, group_cap;
+/* The first failure of the calls a thread recorded since its outermost
+ * ncclGroupStart (or of its one call outside a group); the shares of a
+ * group that spans communicators report from their own threads. */
+typedef struct nccl_outcome {
+    pthread_mutex_t lock;
+    ncclResult_t result;
+    char error[512];
+} nccl_outcome_t;
+
+static __thread nccl_outcome_t outcome = {PTHREAD_MUTEX_INITIALIZER, ncclSuccess, {0}};
+
+/* Keeps @p r and @p error (of @p rank; -1: the message names it) if
+ * nothing failed before. */
+static void outcome_note(nccl_outcome_t *oc, ncclResult_t r, int rank, const char *error)
+{
+    pthread_mutex_lock(&oc->lock);
+    if (oc->result == ncclSuccess) {
+        oc->result = r;
+        if (rank >= 0)
+            snprintf(oc->error, sizeof(oc->error), "rank %d: %s", rank, error);
+        else
+            snprintf(oc->error, sizeof(oc->error), "%s", error);
+    }
+    pthread_mutex_unlock(&oc->lock);
+}
+
+static void outcome_reset(void)
+{
+    pthread_mutex_lock(&outcome.lock);
+    outcome.result = ncclSuccess;
+    outcome.error[0] = 0;
+    pthread_mutex_unlock(&outcome.lock);
+}
+
+/* What this thread's calls came to (@p status: weft's for the group). */
+static ncclResult_t outcome_take(weft_status_t status)
+{
+    ncclResult_t r;
+    pthread_mutex_lock(&outcome.lock);
+    r = outcome.result;
+    if (r != ncclSuccess)
+        nccl_fail(r, "%s", outcome.error);
+    outcome.result = ncclSuccess;
+    pthread_mutex_unlock(&outcome.lock);
+    if (r == ncclSuccess && status != WEFT_OK)
+        r = nccl_result(status);
+    return r;
+}
 
 /* Checks what the NCCL layer must check itself (weft checks the rest when
  * the call is issued); fills the weft type and op. */
@@ -78,6 +127,9 @@ static ncclResult_t check(nccl_op_t *o, ncclDataType_t t, ncclRedOp_t op, int ha
     const char *name = op_names[o->kind];
     if (!o->comm)
         return nccl_fail(ncclInvalidArgument, "%s: comm is NULL", name);
+    if (!nccl_live(o->comm))
+        return nccl_fail(ncclInvalidArgument, "%s: %p is not a live communicator (destroyed already?)", name,
+                         (void *)o->comm);
     if (nccl_dtype(t, &o->dtype) != 0)
         return nccl_fail(ncclInvalidArgument, "%s: data type %d is not one of NCCL's", name, (int)t);
     if (has_op && nccl_redop(op, &o->op) != 0) {
@@ -155,7 +207,7 @@ static weft_status_t premul_scratch(ncclComm_t comm, int k, size_t bytes, void *
 }
 
 /* Queues one call on its stream (inside the caller's weft group, if any);
- * @p npm counts the batch's pre-multiplied sums so far. */
+ * @p npm counts the share's pre-multiplied sums so far. */
 static weft_status_t issue(const nccl_op_t *o, weft_stream_t *ws, int *npm)
 {
     weft_comm_t *w = o->comm->w;
@@ -232,174 +284,120 @@ static weft_status_t issue(const nccl_op_t *o, weft_stream_t *ws, int *npm)
     return WEFT_ERR_INTERNAL;
 }
 
-typedef struct {
-    nccl_op_t *ops; /* the group's calls on one communicator, in call order */
-    size_t n;
-    ncclResult_t result;
-    char error[512];
-} comm_batch_t;
-
-/*
- * Issues one communicator's calls as one weft group. On the host backend
- * (no runtime streams) it then waits for them, so that the group has
- * completed when ncclGroupEnd returns.
- */
-static void run_batch(comm_batch_t *b)
+/* weft_group_defer's run: the call, queued on its stream inside its
+ * communicator's share of the group. */
+static weft_status_t op_run(void *arg)
 {
-    ncclComm_t comm = b->ops[0].comm;
-    weft_status_t status = WEFT_OK, end;
-    size_t i;
-    if ((b->result = nccl_enter(comm, op_names[b->ops[0].kind])) != ncclSuccess) {
-        snprintf(b->error, sizeof(b->error), "%s", ncclGetLastError(comm));
-        return;
+    nccl_op_t *o = arg;
+    ncclComm_t comm = o->comm;
+    weft_stream_t *ws;
+    weft_status_t status;
+    ncclResult_t r;
+    if ((r = nccl_enter(comm, op_names[o->kind])) != ncclSuccess) {
+        outcome_note(o->outcome, r, -1, ncclGetLastError(NULL));
+        return WEFT_ERR_INVALID_ARGUMENT;
     }
-    int npm = 0;
-    weft_group_start();
-    for (i = 0; i < b->n && status == WEFT_OK; i++) {
-        weft_stream_t *ws;
-        ncclResult_t r = nccl_stream_get(comm, b->ops[i].stream, &ws);
-        if (r != ncclSuccess) {
-            b->result = r;
-            break;
+    o->entered = 1;
+    if ((r = nccl_stream_get(comm, o->stream, &ws)) != ncclSuccess) {
+        outcome_note(o->outcome, r, comm->rank, ncclGetLastError(NULL));
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    if ((status = issue(o, ws, &comm->premul_next)) != WEFT_OK) {
+        r = nccl_result(status);
+        outcome_note(o->outcome, r, comm->rank, ncclGetLastError(NULL));
+    }
+    return status;
+}
+
+/* weft_group_defer's done: after the share (its sends and receives too)
+ * was issued. On the host backend (no runtime streams) it waits for the
+ * communicator's streams, so that the call, or the group, has completed
+ * when it returns. */
+static weft_status_t op_done(void *arg, weft_status_t status)
+{
+    nccl_op_t *o = arg;
+    ncclComm_t comm = o->comm;
+    if (o->entered) {
+        comm->premul_next = 0; /* the share's pre-multiplied inputs are queued */
+        if (status == WEFT_OK && !comm->runtime_streams)
+            status = nccl_streams_sync(comm);
+        if (status != WEFT_OK) {
+            ncclResult_t r = nccl_result(status);
+            outcome_note(o->outcome, r, comm->rank, ncclGetLastError(NULL));
         }
-        status = issue(&b->ops[i], ws, &npm);
+        nccl_leave(comm);
     }
-    end = weft_group_end();
-    if (status == WEFT_OK)
-        status = end;
-    if (status == WEFT_OK && b->result == ncclSuccess && !comm->runtime_streams)
-        status = nccl_streams_sync(comm);
-    if (status != WEFT_OK && b->result == ncclSuccess)
-        b->result = nccl_result(status);
-    if (b->result != ncclSuccess)
-        snprintf(b->error, sizeof(b->error), "rank %d: %s", comm->rank, ncclGetLastError(comm));
-    nccl_leave(comm);
+    free(o->v);
+    free(o);
+    return status;
 }
 
-static void *batch_thread(void *arg)
-{
-    run_batch(arg);
-    return NULL;
-}
-
-/* Issues @p n calls: per communicator, in one weft group each. */
-static ncclResult_t run_ops(nccl_op_t *ops, size_t n)
-{
-    comm_batch_t *batches;
-    nccl_op_t *sorted;
-    pthread_t *threads;
-    size_t nb = 0, k = 0, started = 0;
-    ncclResult_t r = ncclSuccess;
-
-    if (n == 0)
-        return ncclSuccess;
-    batches = calloc(n, sizeof(*batches));
-    sorted = calloc(n, sizeof(*sorted));
-    threads = calloc(n, sizeof(*threads));
-    if (!batches || !sorted || !threads) {
-        free(batches);
-        free(sorted);
-        free(threads);
-        return nccl_fail(ncclSystemError, "ncclGroupEnd: out of memory");
-    }
-    /* stable grouping by communicator, in the order each first appears */
-    for (size_t i = 0; i < n; i++) {
-        int seen = 0;
-        for (size_t j = 0; j < i && !seen; j++)
-            seen = ops[j].comm == ops[i].comm;
-        if (seen)
-            continue;
-        batches[nb].ops = &sorted[k];
-        for (size_t j = i; j < n; j++)
-            if (ops[j].comm == ops[i].comm)
-                sorted[k++] = ops[j];
-        batches[nb].n = (size_t)(&sorted[k] - batches[nb].ops);
-        nb++;
-    }
-    if (nb == 1) {
-        run_batch(&batches[0]);
-    } else {
-        for (started = 0; started < nb; started++)
-            if (pthread_create(&threads[started], NULL, batch_thread, &batches[started]) != 0)
-                break;
-        for (size_t i = 0; i < started; i++)
-            pthread_join(threads[i], NULL);
-        if (started < nb)
-            r = nccl_fail(ncclSystemError, "ncclGroupEnd: could not start a thread for communicator %zu", started);
-    }
-    for (size_t i = 0; i < nb && r == ncclSuccess; i++)
-        if (batches[i].result != ncclSuccess)
-            r = nccl_fail(batches[i].result, "%s", batches[i].error);
-    free(batches);
-    free(sorted);
-    free(threads);
-    return r;
-}
-
-static void free_ops(nccl_op_t *ops, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(ops[i].v);
-    free(ops);
-}
-
-/* Issues @p o now, or records it in the open group (which then owns o->v). */
+/* Hands @p o (checked) to weft's group: runs it now, or records it in
+ * the open group (which then owns o->v). */
 static ncclResult_t submit(nccl_op_t *o)
 {
-    if (group_depth == 0) {
-        ncclResult_t r = run_ops(o, 1);
+    int alone = weft_group_depth() == 0;
+    weft_status_t status;
+    nccl_op_t *h;
+    ncclResult_t r;
+    /* the communicator is usable (initialised, not revoked, suspended or
+     * being aborted) before its weft communicator is read */
+    if ((r = nccl_enter(o->comm, op_names[o->kind])) != ncclSuccess) {
         free(o->v);
         return r;
     }
-    if (group_len == group_cap) {
-        size_t cap = group_cap ? group_cap * 2 : 16;
-        nccl_op_t *ops = realloc(group_ops, cap * sizeof(*ops));
-        if (!ops) {
-            free(o->v);
-            return nccl_fail(ncclSystemError, "%s: out of memory in a group", op_names[o->kind]);
-        }
-        group_ops = ops;
-        group_cap = cap;
+    nccl_leave(o->comm);
+    if (!(h = malloc(sizeof(*h)))) {
+        free(o->v);
+        return nccl_fail(ncclSystemError, "%s: out of memory", op_names[o->kind]);
     }
-    group_ops[group_len++] = *o;
+    *h = *o;
+    h->outcome = &outcome;
+    h->entered = 0;
+    if (alone)
+        outcome_reset();
+    status = weft_group_defer(o->comm->w, op_run, op_done, h);
+    if (alone)
+        return outcome_take(status);
+    if (status != WEFT_OK) /* h was released */
+        return nccl_fail(ncclSystemError, "%s: out of memory in a group", op_names[o->kind]);
     return ncclSuccess;
 }
 
 NCCL_API ncclResult_t ncclGroupStart(void)
 {
-    group_depth++;
+    if (weft_group_depth() == 0)
+        outcome_reset();
+    weft_group_start();
     return ncclSuccess;
 }
 
 NCCL_API ncclResult_t ncclGroupEnd(void)
 {
-    ncclResult_t r;
-    if (group_depth == 0)
+    int depth = weft_group_depth();
+    weft_status_t status;
+    if (depth == 0)
         return nccl_fail(ncclInvalidUsage, "ncclGroupEnd: no group is open (ncclGroupStart first)");
-    if (--group_depth > 0)
+    status = weft_group_end();
+    if (depth > 1)
         return ncclSuccess;
-    r = run_ops(group_ops, group_len);
-    free_ops(group_ops, group_len);
-    group_ops = NULL;
-    group_len = group_cap = 0;
-    return r;
+    return outcome_take(status);
 }
 
 NCCL_API ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *info)
 {
-    if (group_depth == 0)
+    int depth = weft_group_depth();
+    if (depth == 0)
         return nccl_fail(ncclInvalidUsage, "ncclGroupSimulateEnd: no group is open (ncclGroupStart first)");
     if (info && info->size < sizeof(*info))
         return nccl_fail(ncclInvalidArgument, "ncclGroupSimulateEnd: simInfo was not set up with "
                                               "NCCL_SIM_INFO_INITIALIZER");
-    if (--group_depth > 0)
+    weft_group_cancel(); /* simulated: nothing runs */
+    if (depth > 1)
         return ncclSuccess;
-    free_ops(group_ops, group_len); /* simulated: nothing runs */
-    group_ops = NULL;
-    group_len = group_cap = 0;
     if (info)
         info->estimatedTime = -1.0f;
-    return ncclSuccess;
+    return outcome_take(WEFT_OK);
 }
 
 #define SUBMIT(o, t, op, has_op)                                                                                  \
@@ -503,8 +501,8 @@ NCCL_API ncclResult_t ncclAllToAllv(const void *sendbuff, const size_t sendcount
     const size_t *arrays[4] = {sendcounts, sdispls, recvcounts, rdispls};
     size_t n, es;
     weft_dtype_t t;
-    if (!comm)
-        return nccl_fail(ncclInvalidArgument, "ncclAllToAllv: comm is NULL");
+    if (!comm || !nccl_live(comm))
+        return nccl_fail(ncclInvalidArgument, "ncclAllToAllv: comm is %s", comm ? "not a live communicator" : "NULL");
     if (!sendcounts || !sdispls || !recvcounts || !rdispls)
         return nccl_fail(ncclInvalidArgument, "ncclAllToAllv: a count or displacement array is NULL");
     if (nccl_dtype(datatype, &t) != 0)
@@ -537,6 +535,9 @@ static ncclResult_t one_sided_check(const char *what, int peer, int sig, int ctx
 {
     if (!comm)
         return nccl_fail(ncclInvalidArgument, "%s: comm is NULL", what);
+    if (!nccl_live(comm))
+        return nccl_fail(ncclInvalidArgument, "%s: %p is not a live communicator (destroyed already?)", what,
+                         (void *)comm);
     if (peer < 0 || peer >= comm->nranks)
         return nccl_fail(ncclInvalidArgument, "%s: peer %d is out of range (%d ranks)", what, peer, comm->nranks);
     if (sig != 0 || ctx != 0)
@@ -584,8 +585,8 @@ NCCL_API ncclResult_t ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t *descs, ncc
 {
     nccl_op_t o = {.kind = OP_WAIT_SIGNAL, .count = (size_t)(nDesc > 0 ? nDesc : 0), .comm = comm, .stream = stream,
                    .dtype = WEFT_UINT8};
-    if (!comm)
-        return nccl_fail(ncclInvalidArgument, "ncclWaitSignal: comm is NULL");
+    if (!comm || !nccl_live(comm))
+        return nccl_fail(ncclInvalidArgument, "ncclWaitSignal: comm is %s", comm ? "not a live communicator" : "NULL");
     if (nDesc <= 0 || !descs)
         return nccl_fail(ncclInvalidArgument, "ncclWaitSignal: %d descriptors%s", nDesc,
                          nDesc > 0 ? " with signalDescs NULL" : " (at least one)");

@@ -70,7 +70,10 @@ NCCL_API ncclResult_t ncclParamBind(ncclParamHandle_t *out, const char *key)
 static int valid_handle(ncclParamHandle_t h)
 {
     pthread_once(&table_once, table_load);
-    return h && handles && h >= handles && h < handles + nparams;
+    /* one of the table's entries, not a pointer into one */
+    return h && handles && (const char *)h >= (const char *)handles &&
+           (const char *)h < (const char *)(handles + nparams) &&
+           ((size_t)((const char *)h - (const char *)handles)) % sizeof(*handles) == 0;
 }
 
 /* The parameter's integer in [lo, hi], or an error naming why not. */
@@ -89,7 +92,7 @@ static ncclResult_t get_int(const char *what, ncclParamHandle_t h, long lo, unsi
 #define PARAM_GET(fn, T, lo, hi)                                                                                  \
     NCCL_API ncclResult_t fn(ncclParamHandle_t h, T *out)                                                         \
     {                                                                                                             \
-        long v;                                                                                                   \
+        long v = 0;                                                                                               \
         ncclResult_t r;                                                                                           \
         if (!out)                                                                                                 \
             return nccl_fail(ncclInvalidArgument, #fn ": out is NULL");                                          \

@@ -42,6 +42,7 @@ ncclResult_t ncclPutSignal(const void *localbuff, size_t count, ncclDataType_t d
                            ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t *signalDescs, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void **outUserPtr);
 #define NCCL_SUSPEND_MEM 0x01
 #endif
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 30, 0)
@@ -81,13 +82,24 @@ static void report(int good, const char *what)
         test_fails++;
 }
 
-/* A failed expectation: counted, with NCCL's message. */
+/* A failed expectation: counted, with NCCL's message; a refusal must
+ * leave one (ncclGetLastError, cleared first). */
+static void clear_last_error(void)
+{
+    ncclResult_t r = ncclGetVersion(NULL); /* a refusal whose message is known */
+    (void)r;
+}
 #define EXPECT(call, want, what)                                                                                   \
     do {                                                                                                           \
-        ncclResult_t r_ = (call);                                                                                  \
+        ncclResult_t r_;                                                                                           \
+        clear_last_error();                                                                                        \
+        r_ = (call);                                                                                               \
         if (r_ != (want))                                                                                          \
             fails += rank_fail("%s: got %d (%s), want %d: %s", what, (int)r_, ncclGetErrorString(r_), (int)(want), \
                                ncclGetLastError(NULL));                                                            \
+        else if (r_ != ncclSuccess && r_ != ncclInProgress &&                                                      \
+                 (!ncclGetLastError(NULL) || strstr(ncclGetLastError(NULL), "ncclGetVersion")))                    \
+            fails += rank_fail("%s: refused without a message of its own", what);                                  \
     } while (0)
 #define CHECK(cond, ...)                                                                                           \
     do {                                                                                                           \
@@ -564,6 +576,9 @@ static void params(void)
     good &= ncclParamGetI32(h2, NULL) == ncclInvalidArgument;
     good &= ncclParamGetParameter(NULL, &val, &vlen) == ncclInvalidArgument;
     good &= ncclParamGetAllParameterKeys(NULL, &n) == ncclInvalidArgument;
+    good &= ncclParamGetI32((ncclParamHandle_t)((char *)h2 + 1), &i32) == ncclInvalidArgument;
+    good &= ncclParamGet(h2, &raw, -1, &len) == ncclInvalidArgument && ncclParamGet(h2, NULL, 8, &len) == ncclInvalidArgument;
+    good &= ncclParamGetStr(NULL, &str) == ncclInvalidArgument && ncclParamGetU8(hs, &u8) == ncclInvalidArgument;
     ncclParamDumpAll();
     report(good, "ncclParamBind and every ncclParamGet*, by WEFT_ and NCCL_ key, over weft's table; bad keys, "
                  "handles and types refused");
@@ -626,6 +641,59 @@ static int bad_input(int rank, int nranks, void *arg)
     EXPECT(ncclCommGetUniqueId(NULL, &id), ncclInvalidArgument, "ncclCommGetUniqueId NULL comm");
     EXPECT(ncclCommResume(NULL), ncclInvalidArgument, "resume NULL");
     EXPECT(ncclCommMemStats(NULL, ncclStatGpuMemTotal, NULL), ncclInvalidArgument, "stats NULL");
+    {
+        uint64_t u = 0;
+        void *p = NULL, *buf = NULL;
+        ncclWindow_t w = NULL;
+        ncclComm_t dead = NULL;
+        ncclWaitSignalDesc_t wd = {1, 0, 0, 0};
+        EXPECT(ncclCommMemStats(comm, (ncclCommMemStat_t)99, &u), ncclInvalidArgument, "stats 99");
+        EXPECT(ncclCommRevoke(comm, 7), ncclInvalidArgument, "revoke flags 7");
+        EXPECT(ncclCommGetUniqueId(comm, NULL), ncclInvalidArgument, "ncclCommGetUniqueId NULL id");
+        EXPECT(ncclCommGrow(comm, nranks + 1, NULL, 0, &dead, NULL), ncclInvalidArgument,
+               "grow: an existing rank passing a rank");
+        EXPECT(ncclCommGrow(comm, nranks, NULL, -1, &dead, NULL), ncclInvalidArgument, "grow to no more ranks");
+        EXPECT(ncclCommGrow(NULL, 3, NULL, 2, &dead, NULL), ncclInvalidArgument, "grow: a new rank without the id");
+        EXPECT(ncclCommGrow(NULL, 3, &id, 3, &dead, NULL), ncclInvalidArgument, "grow: a new rank out of range");
+        EXPECT(ncclWinGetUserPtr(comm, NULL, &p), ncclInvalidArgument, "ncclWinGetUserPtr NULL window");
+        EXPECT(ncclWinGetUserPtr(comm, (ncclWindow_t)v, &p), ncclInvalidArgument, "ncclWinGetUserPtr of a stranger");
+        EXPECT(ncclWinGetUserPtr(comm, (ncclWindow_t)v, NULL), ncclInvalidArgument, "ncclWinGetUserPtr NULL out");
+        EXPECT(ncclPutSignal(v, 4, ncclFloat, 0, (ncclWindow_t)v, 0, 0, 0, 0, comm, NULL), ncclInvalidUsage,
+               "put into a stranger window (no window yet)");
+        EXPECT(ncclPutSignal(v, SIZE_MAX / 2, ncclFloat, 0, (ncclWindow_t)v, 0, 0, 0, 0, comm, NULL),
+               ncclInvalidArgument, "put of an overflowing count");
+        EXPECT(ncclPutSignal(v, 4, (ncclDataType_t)-1, 0, (ncclWindow_t)v, 0, 0, 0, 0, comm, NULL),
+               ncclInvalidArgument, "put of type -1");
+        EXPECT(ncclSignal(0, 0, 1, 0, comm, NULL), ncclInvalidArgument, "signal ctx 1");
+        EXPECT(ncclWaitSignal(0, &wd, comm, NULL), ncclInvalidArgument, "wait on 0 descriptors");
+        wd.opCnt = 0;
+        EXPECT(ncclWaitSignal(1, &wd, comm, NULL), ncclInvalidArgument, "wait for 0 signals");
+        /* a window refused on one rank (a NULL buffer, unknown flags) fails
+         * on every rank at once, and nothing is left registered */
+        EXPECT(ncclMemAlloc(&buf, 4096), ncclSuccess, "ncclMemAlloc");
+        EXPECT(ncclCommWindowRegister(comm, rank == 0 ? NULL : buf, 4096, &w, 0),
+               rank == 0 ? ncclInvalidArgument : ncclRemoteError, "a window with a NULL buffer on rank 0");
+        CHECK(w == NULL, "a refused window was handed out");
+        EXPECT(ncclCommWindowRegister(comm, buf, 4096, &w, rank == 1 ? 0x80 : 0),
+               rank == 1 ? ncclInvalidArgument : ncclRemoteError, "a window with flags 0x80 on rank 1");
+        CHECK(w == NULL, "a refused window was handed out");
+        EXPECT(ncclCommWindowRegister(comm, buf, 4096, &w, 0), ncclSuccess, "a window after the refusals");
+        EXPECT(ncclWinGetUserPtr(comm, w, &p), ncclSuccess, "ncclWinGetUserPtr");
+        CHECK(p == buf, "ncclWinGetUserPtr gave %p, not %p", p, buf);
+        EXPECT(ncclCommWindowDeregister(comm, w), ncclSuccess, "window deregister");
+        /* calls on a destroyed communicator */
+        EXPECT(ncclCommSplit(comm, 0, rank, &dead, NULL), ncclSuccess, "split");
+        EXPECT(ncclCommDestroy(dead), ncclSuccess, "destroy the split");
+        EXPECT(ncclCommCount(dead, &nranks), ncclInvalidArgument, "count on a destroyed communicator");
+        EXPECT(ncclCommRevoke(dead, 0), ncclInvalidArgument, "revoke a destroyed communicator");
+        EXPECT(ncclCommGetUniqueId(dead, &id), ncclInvalidArgument, "ncclCommGetUniqueId on a destroyed one");
+        EXPECT(ncclCommSuspend(dead, 0), ncclInvalidArgument, "suspend a destroyed communicator");
+        EXPECT(ncclCommResume(dead), ncclInvalidArgument, "resume a destroyed communicator");
+        EXPECT(ncclCommMemStats(dead, ncclStatGpuMemSuspended, &u), ncclInvalidArgument, "stats of a destroyed one");
+        EXPECT(ncclAlltoAll(v, r, 4, ncclFloat, dead, NULL), ncclInvalidArgument, "alltoall on a destroyed one");
+        EXPECT(ncclSignal(0, 0, 0, 0, dead, NULL), ncclInvalidArgument, "signal on a destroyed one");
+        EXPECT(ncclMemFree(buf), ncclSuccess, "ncclMemFree");
+    }
     fails += allreduce_ok(comm, nranks, "allreduce after the refusals");
     EXPECT(ncclCommDestroy(comm), ncclSuccess, "destroy");
     return fails;
@@ -657,7 +725,8 @@ int main(int argc, char **argv)
     report(run_ranks(2, 60000, one_sided, NULL, NULL),
            "ncclPutSignal/ncclSignal/ncclWaitSignal: bad arguments refused; before any window, refused with a reason");
     report(run_ranks(2, 60000, bad_input, NULL, NULL),
-           "bad input to AlltoAll, Gather, Scatter, AllToAllv, Grow, GetUniqueId, Resume, MemStats: invalid argument, "
-           "the communicator keeps working");
+           "bad input to AlltoAll, Gather, Scatter, AllToAllv, Grow, GetUniqueId, Resume, MemStats, Revoke, "
+           "WinGetUserPtr, PutSignal, Signal, WaitSignal, windows refused on one rank, calls on a destroyed "
+           "communicator: invalid argument with a message, the communicator keeps working");
     return test_fails ? 1 : 0;
 }

@@ -50,6 +50,11 @@ weft_status_t weft_cuda_dmabuf_export(weft_gpu_ctx_t *ctx, void *ptr, size_t byt
  * lacks 64-bit stream memory operations (cuda_stream_ops.c). */
 weft_status_t weft_cuda_write_value64(void *stream, void *dst, uint64_t value);
 
+/* capture_on_release (cuda_stream_ops.c): a user object that the graph
+ * being captured on @p stream retains; its destructor is @p release. */
+weft_status_t weft_cuda_capture_on_release(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *stream, void (*release)(void *),
+                                           void *arg);
+
 /* Multicast (cuda_multicast.c): can @p device bind memory to multicast
  * objects (NVLS)? Only asks the driver; creates nothing. */
 int weft_cuda_mc_supported(int device);

@@ -43,7 +43,7 @@
 #define WEFT_GPURT_VENDOR_OPS                                                                                      \
     .dmabuf_export = weft_cuda_dmabuf_export, .mc_create = weft_cuda_mc_create, .mc_import = weft_cuda_mc_import, \
     .mc_add_device = weft_cuda_mc_add_device, .mc_bind = weft_cuda_mc_bind, .mc_release = weft_cuda_mc_release, \
-    .mem_query = weft_cuda_mem_query,
+    .mem_query = weft_cuda_mem_query, .capture_on_release = weft_cuda_capture_on_release,
 #include "cuda_driver.h" /* declares them */
 
 #endif

@@ -8,6 +8,7 @@
 #include "cuda_names.h"
 #include "log.h"
 
+#include <cuda_runtime_api.h>
 #include <pthread.h>
 
 typedef CUresult (*write_value64_fn_t)(CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags);
@@ -32,4 +33,38 @@ weft_status_t weft_cuda_write_value64(void *stream, void *dst, uint64_t value)
     if (r == CUDA_ERROR_NOT_SUPPORTED)
         return WEFT_ERR_UNSUPPORTED;
     return weft_cuda_check(r, "cuStreamWriteValue64");
+}
+
+weft_status_t weft_cuda_capture_on_release(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *stream, void (*release)(void *),
+                                           void *arg)
+{
+    enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    cudaGraph_t graph = NULL;
+    cudaUserObject_t obj;
+    cudaError_t err;
+    (void)ctx;
+#if CUDART_VERSION >= 13000
+    err = cudaStreamGetCaptureInfo((cudaStream_t)stream, &st, NULL, &graph, NULL, NULL, NULL);
+#else
+    err = cudaStreamGetCaptureInfo_v2((cudaStream_t)stream, &st, NULL, &graph, NULL, NULL);
+#endif
+    if (err != cudaSuccess || st != cudaStreamCaptureStatusActive || !graph) {
+        weft_error(WEFT_SUB_GPU, "stream capture info: %s", err != cudaSuccess ? cudaGetErrorString(err)
+                                                                                : "the stream is not capturing");
+        return err != cudaSuccess ? WEFT_ERR_BACKEND : WEFT_ERR_INVALID_ARGUMENT;
+    }
+    /* the destructor runs on a runtime thread once the graph (and every
+     * executable made from it) is gone; it makes no runtime call */
+    if ((err = cudaUserObjectCreate(&obj, arg, release, 1, cudaUserObjectNoDestructorSync)) != cudaSuccess) {
+        weft_error(WEFT_SUB_GPU, "cudaUserObjectCreate: %s", cudaGetErrorString(err));
+        return WEFT_ERR_BACKEND;
+    }
+    /* our reference moves into the graph */
+    if ((err = cudaGraphRetainUserObject(graph, obj, 1, cudaGraphUserObjectMove)) != cudaSuccess) {
+        weft_error(WEFT_SUB_GPU, "cudaGraphRetainUserObject: %s", cudaGetErrorString(err));
+        /* kept (a few bytes): releasing it would call release, and the
+         * caller, told of a failure, keeps what release would free */
+        return WEFT_ERR_BACKEND;
+    }
+    return WEFT_OK;
 }

@@ -37,6 +37,10 @@ weft_status_t weft_host_stream_begin_capture(weft_gpu_stream_t *stream);
 weft_status_t weft_host_stream_end_capture(weft_gpu_stream_t *stream, weft_host_graph_t **graph);
 weft_status_t weft_host_graph_launch(weft_host_graph_t *graph, weft_gpu_stream_t *stream);
 void weft_host_graph_destroy(weft_host_graph_t *graph);
+/* capture_on_release: runs @p release when the graph @p stream's capture
+ * becomes is destroyed (or the stream, if the capture never ended). */
+weft_status_t weft_host_capture_on_release(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *stream, void (*release)(void *),
+                                           void *arg);
 
 /*
  * The wait policy (host_device.c). A thread that waits for another (a

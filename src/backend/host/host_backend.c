@@ -296,6 +296,7 @@ const weft_gpu_ops_t weft_host_gpu_ops = {
     .stream_sync = weft_host_stream_sync,
     .stream_query = weft_host_stream_query,
     .stream_capturing = weft_host_stream_capturing,
+    .capture_on_release = weft_host_capture_on_release,
     .event_create = weft_host_event_create,
     .event_destroy = weft_host_event_destroy,
     .event_record = weft_host_event_record,

@@ -87,12 +87,31 @@ struct weft_gpu_stream {
     int capturing;
     op_t *cap_ops;
     size_t cap_n, cap_cap;
+    struct host_release *cap_rel; /* capture_on_release's, until the graph takes them */
 };
+
+/* A release to run when a graph goes (capture_on_release). */
+typedef struct host_release {
+    struct host_release *next;
+    void (*fn)(void *);
+    void *arg;
+} host_release_t;
+
+static void run_releases(host_release_t *r)
+{
+    while (r) {
+        host_release_t *next = r->next;
+        r->fn(r->arg);
+        free(r);
+        r = next;
+    }
+}
 
 /* A captured sequence: replayed as recorded, arguments included. */
 struct weft_host_graph {
     op_t *ops;
     size_t n;
+    host_release_t *rel; /* run at weft_host_graph_destroy */
 };
 
 struct weft_gpu_event {
@@ -323,6 +342,7 @@ weft_status_t weft_host_stream_destroy(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *s
     for (unsigned k = 0; k < s->npool; k++)
         pthread_cond_destroy(&s->pstart[k]);
     pthread_cond_destroy(&s->pdone);
+    run_releases(s->cap_rel); /* a capture never ended: no graph will run them */
     free(s->cap_ops);
     free(s->pool);
     free(s->pstart);
@@ -419,16 +439,37 @@ weft_status_t weft_host_stream_begin_capture(weft_gpu_stream_t *s)
     return WEFT_OK;
 }
 
+weft_status_t weft_host_capture_on_release(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *s, void (*release)(void *),
+                                           void *arg)
+{
+    host_release_t *r;
+    (void)ctx;
+    if (!s->capturing || !release)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    if (!(r = malloc(sizeof(*r))))
+        return WEFT_ERR_NO_MEMORY;
+    r->fn = release;
+    r->arg = arg;
+    r->next = s->cap_rel;
+    s->cap_rel = r;
+    return WEFT_OK;
+}
+
 weft_status_t weft_host_stream_end_capture(weft_gpu_stream_t *s, weft_host_graph_t **out)
 {
     weft_host_graph_t *g;
     if (!s || !out || !s->capturing)
         return WEFT_ERR_INVALID_ARGUMENT;
     s->capturing = 0;
-    if (!(g = calloc(1, sizeof(*g))))
+    if (!(g = calloc(1, sizeof(*g)))) {
+        run_releases(s->cap_rel); /* no graph: nothing will destroy one */
+        s->cap_rel = NULL;
         return WEFT_ERR_NO_MEMORY;
+    }
     g->ops = s->cap_ops; /* the recording becomes the graph's */
     g->n = s->cap_n;
+    g->rel = s->cap_rel;
+    s->cap_rel = NULL;
     s->cap_ops = NULL;
     s->cap_n = s->cap_cap = 0;
     *out = g;
@@ -453,6 +494,7 @@ void weft_host_graph_destroy(weft_host_graph_t *g)
 {
     if (!g)
         return;
+    run_releases(g->rel);
     free(g->ops);
     free(g);
 }
