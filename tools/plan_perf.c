@@ -259,20 +259,25 @@ static int run_plan(pctx_t *c)
 {
     const perf_opts_t *o = c->job->o;
     size_t ib = 0, ob = 0;
+    int found = 0;
     double t = -1, slow;
     weft_status_t st = WEFT_OK;
     /* the plan's own rule finds the unit: try input/output sizes in
      * buffer_alignment multiples until one fits (every rank agrees) */
-    for (size_t unit = 16; unit <= 1u << 20 && !ib && !ob; unit *= 2)
-        for (size_t ki = 0; ki <= 64 && !ib && !ob; ki++)
+    for (size_t unit = 16; unit <= 1u << 20 && !found; unit *= 2)
+        for (size_t ki = 0; ki <= 64 && !found; ki++)
             for (size_t ko = 0; ko <= 64; ko++)
                 if ((ki || ko) && ki * unit <= c->cap / 2 && ko * unit <= c->cap / 2 &&
                     weft_plan_check_message(c->plan, ki * unit, ko * unit) == WEFT_OK &&
                     (ki * unit >= o->min_bytes || ko * unit >= o->min_bytes)) {
                     ib = ki * unit, ob = ko * unit;
+                    found = 1;
                     break;
                 }
-    if (!ib && !ob) {
+    /* a plan of no chunks (signals and flushes only) runs on no bytes */
+    if (!found && weft_plan_check_message(c->plan, 0, 0) == WEFT_OK)
+        found = 1;
+    if (!found) {
         if (c->rank == 0) fprintf(stderr, "weft-perf: plan %s admits no size up to 1 MiB a chunk\n", c->info.name);
         return 4;
     }

@@ -207,6 +207,13 @@ weft_status_t weft_plan_admits(const weft_comm_t *comm, const struct weft_plan *
  * kernel needs to differ between executions is fixed at launch. */
 weft_status_t weft_plan_replay_last(weft_comm_t *comm, weft_plan_t *plan, weft_stream_t *stream);
 
+/* plan_exec.c, for tests: the executor's buffer of type @p t (input 0,
+ * output 1, scratch 2) on @p comm and its bytes, as its last execution
+ * left it (read it once the stream is synchronized). In place, the input
+ * is inside the output. WEFT_ERR_INVALID_ARGUMENT when the plan has not
+ * run on @p comm. */
+weft_status_t weft_plan_buffer(weft_comm_t *comm, const weft_plan_t *plan, int t, void **ptr, size_t *bytes);
+
 /*
  * plan_dir.c: the plans of WEFT_PLAN_DIR, loaded once per process (at the
  * first collective or the first call below). A file that does not load is

@@ -7,15 +7,19 @@
  * plan's three buffers (input, output, scratch) as registered device
  * memory, the peers' ones the plan reaches imported over IPC, one
  * semaphore per memory channel (the k-th channel of rank r to rank p pairs
- * with the k-th of p to r), the switch channels, the device semaphores and
- * barrier words, and the op array in device memory. A call copies the
- * user's input into the plan's input buffer, runs the kernel and copies
- * the output out, all on the caller's stream; a larger message than the
- * buffers hold rebuilds them (collectively, since every rank sees it).
+ * with the k-th of p to r), the port channels (plan_port.c: a proxy, one
+ * semaphore per port channel paired the same way, over IPC on this host
+ * and the network transport across hosts), the switch channels, the
+ * device semaphores and barrier words, and the op array in device memory.
+ * A call copies the user's input into the plan's input buffer, runs the
+ * kernel and copies the output out, all on the caller's stream; a larger
+ * message than the buffers hold rebuilds them (collectively, since every
+ * rank sees it).
  */
 #include "config.h"
 
 #include "plan.h"
+#include "plan_port.h"
 
 #include "coll.h"
 #include "comm.h"
@@ -50,6 +54,7 @@ struct weft_executor {
     weft_semaphore_t **extra;      /* unpaired semaphores (the peer has more channels) */
     uint32_t nextra;
     weft_switch_channel_t *sc[3];
+    weft_plan_port_t *port;        /* port channels (NULL: none) */
     weft_gpu_alloc_t dev;          /* ops, tb_first, rbuf pointers and types, channel handles */
     weft_gpu_alloc_t sync;         /* device semaphores, barrier words */
     weft_exec_args_t args;         /* the launch's fixed part */
@@ -71,6 +76,8 @@ static void exec_free(struct weft_executor *x)
     weft_comm_t *comm = x->comm;
     int n = comm->nranks;
     const weft_plan_gpu_t *gpu = &x->plan->gpus[comm->rank];
+    /* the proxy first: it drains its FIFO over the connections and memories below */
+    weft_plan_port_destroy(x->port);
     for (uint32_t i = 0; x->sema && i < gpu->nchan[WEFT_PLAN_CHAN_MEMORY]; i++)
         if (x->sema[i]) weft_semaphore_destroy(x->sema[i]);
     for (uint32_t i = 0; x->extra && i < x->nextra; i++)
@@ -157,11 +164,6 @@ static int is_packet_op(const weft_plan_op_t *o)
     }
 }
 
-static int is_port_op(const weft_plan_op_t *o)
-{
-    return o->chan_type == WEFT_PLAN_CHAN_PORT;
-}
-
 static int is_switch_reduce(const weft_plan_op_t *o)
 {
     return o->code == WEFT_PLAN_OP_GLRES || o->code == WEFT_PLAN_OP_GLRE;
@@ -190,11 +192,12 @@ static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_
     struct weft_executor *x = calloc(1, sizeof(*x));
     const weft_plan_gpu_t *gpu = &plan->gpus[comm->rank];
     int n = comm->nranks, rank = comm->rank;
-    int remote_t[3] = {0, 0, 0}, sw_t[3] = {0, 0, 0};
+    int remote_t[3] = {0, 0, 0}, sw_t[3] = {0, 0, 0}, port = weft_plan_port_used(plan);
+    unsigned transports = WEFT_TRANSPORT_IPC | weft_plan_port_transports(comm, plan);
     size_t bytes[3];
     weft_status_t status = WEFT_ERR_NO_MEMORY;
     weft_sema_dev_t *mch = NULL;
-    uint32_t nmc = gpu->nchan[WEFT_PLAN_CHAN_MEMORY], nops = 0;
+    uint32_t nmc = gpu->nchan[WEFT_PLAN_CHAN_MEMORY], npc = gpu->nchan[WEFT_PLAN_CHAN_PORT], nops = 0;
 
     if (!x) return status;
     x->plan = plan;
@@ -235,8 +238,11 @@ static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_
             if ((status = weft_mem_alloc(comm, b, &x->alloc[t])) != WEFT_OK) goto err;
             x->buf[t] = x->alloc[t];
         }
+        /* port channels: the proxy names every buffer by its registration */
+        if ((remote_t[t] || port) &&
+            (status = weft_mem_register(comm, x->buf[t], b, transports, &x->mem[t])) != WEFT_OK)
+            goto err;
         if (remote_t[t]) {
-            if ((status = weft_mem_register(comm, x->buf[t], b, WEFT_TRANSPORT_IPC, &x->mem[t])) != WEFT_OK) goto err;
             if (!(x->rmem[t] = calloc((size_t)n, sizeof(weft_mem_t *)))) {
                 status = WEFT_ERR_NO_MEMORY;
                 goto err;
@@ -245,27 +251,37 @@ static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_
         }
     }
     if (plan->inplace) x->buf[WEFT_PLAN_BUF_INPUT] = x->buf[WEFT_PLAN_BUF_OUTPUT] + x->in_off;
+    if ((status = weft_plan_port_create(comm, plan, &x->port)) != WEFT_OK) goto err;
+    for (int t = 0; t < 3; t++)
+        if ((status = weft_plan_port_local(x->port, t, x->mem[storage(plan, t)],
+                                           storage(plan, t) != t ? x->in_off : 0)) != WEFT_OK)
+            goto err;
 
-    /* memory channels: pairwise, peers in ascending order on every rank */
+    /* memory channels, then port channels: pairwise, peers in ascending
+     * order on every rank (a global order: no cycle of ranks waits) */
     mch = calloc(nmc ? nmc : 1, sizeof(*mch));
     if (!mch) {
         status = WEFT_ERR_NO_MEMORY;
         goto err;
     }
     for (int p = 0; p < n; p++) {
-        uint32_t mine = 0, theirs = 0, k = 0;
+        uint32_t mine = 0, theirs = 0, ports = 0, k = 0;
         if (p == rank) continue;
         for (uint32_t c = 0; c < nmc; c++) mine += gpu->chan[WEFT_PLAN_CHAN_MEMORY][c] == (uint32_t)p;
         for (uint32_t c = 0; c < plan->gpus[p].nchan[WEFT_PLAN_CHAN_MEMORY]; c++)
             theirs += plan->gpus[p].chan[WEFT_PLAN_CHAN_MEMORY][c] == (uint32_t)rank;
-        if (!mine && !theirs) continue;
-        if (weft_comm_peer_transport(comm, p) != WEFT_TRANSPORT_IPC) {
+        for (uint32_t c = 0; c < npc; c++) ports += gpu->chan[WEFT_PLAN_CHAN_PORT][c] == (uint32_t)p;
+        for (uint32_t c = 0; c < plan->gpus[p].nchan[WEFT_PLAN_CHAN_PORT]; c++)
+            ports += plan->gpus[p].chan[WEFT_PLAN_CHAN_PORT][c] == (uint32_t)rank;
+        if (!mine && !theirs && !ports) continue;
+        if ((mine || theirs) && weft_comm_peer_transport(comm, p) != WEFT_TRANSPORT_IPC) {
             weft_error(WEFT_SUB_COLL, "plan %s: rank %d: a memory channel to rank %d needs both on one host",
                        plan->name, rank, p);
             status = WEFT_ERR_UNSUPPORTED;
             goto err;
         }
-        if ((status = weft_connection_create(comm, p, WEFT_TRANSPORT_IPC, &x->conn[p])) != WEFT_OK) goto err;
+        if ((status = weft_connection_create(comm, p, weft_comm_peer_transport(comm, p), &x->conn[p])) != WEFT_OK)
+            goto err;
         for (uint32_t c = 0; c < nmc; c++) {
             if (gpu->chan[WEFT_PLAN_CHAN_MEMORY][c] != (uint32_t)p) continue;
             if ((status = weft_semaphore_create(x->conn[p], &x->sema[c])) != WEFT_OK ||
@@ -275,12 +291,13 @@ static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_
         }
         for (; k < theirs; k++)
             if ((status = weft_semaphore_create(x->conn[p], &x->extra[x->nextra++])) != WEFT_OK) goto err;
+        if (ports && (status = weft_plan_port_peer(x->port, p, x->conn[p])) != WEFT_OK) goto err;
     }
 
     /* the device tables */
     {
         uint32_t nb = gpu->ntb, nr = gpu->nrbuf;
-        size_t o_ops, o_first, o_rptr, o_rtype, o_mc, o_sw, total;
+        size_t o_ops, o_first, o_rptr, o_rtype, o_mc, o_sw, o_pc, o_prm, o_prb, total;
         char *host;
         weft_switch_channel_dev_t sw[3];
         for (uint32_t b = 0; b < nb; b++) nops += gpu->tb[b].nops;
@@ -290,7 +307,10 @@ static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_
         o_rtype = ALIGN64(o_rptr + (size_t)nr * sizeof(char *));
         o_mc = ALIGN64(o_rtype + nr);
         o_sw = ALIGN64(o_mc + (size_t)nmc * sizeof(weft_sema_dev_t));
-        total = o_sw + sizeof(sw);
+        o_pc = ALIGN64(o_sw + sizeof(sw));
+        o_prm = ALIGN64(o_pc + (size_t)npc * sizeof(weft_port_channel_dev_t));
+        o_prb = ALIGN64(o_prm + (size_t)nr * sizeof(uint32_t));
+        total = o_prb + (size_t)nr * sizeof(uint64_t);
         host = calloc(1, total);
         if (!host) {
             status = WEFT_ERR_NO_MEMORY;
@@ -321,8 +341,8 @@ static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_
                     d->chan_type = o->chan_type;
                     d->nsrc = o->nsrc;
                     d->ndst = o->ndst;
-                    d->nchan = o->chan_type == WEFT_PLAN_CHAN_MEMORY ? o->nchan : 0;
-                    for (uint32_t c = 0; c < d->nchan; c++) d->chan[c] = (uint16_t)tb->chan[WEFT_PLAN_CHAN_MEMORY][o->chan[c]];
+                    d->nchan = o->chan_type == WEFT_PLAN_CHAN_MEMORY || o->chan_type == WEFT_PLAN_CHAN_PORT ? o->nchan : 0;
+                    for (uint32_t c = 0; c < d->nchan; c++) d->chan[c] = (uint16_t)tb->chan[o->chan_type][o->chan[c]];
                     d->nsem = o->nsem;
                     memcpy(d->sem, o->sem, sizeof(d->sem));
                     for (int side = 0; side < 2; side++) {
@@ -355,15 +375,28 @@ static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_
                 size_t off = rb->type == WEFT_PLAN_BUF_INPUT ? in_offset(plan, (int)rb->rank, in_bytes) : 0;
                 void *p = NULL;
                 if ((int)rb->rank == rank) p = x->buf[st];
-                else if ((status = weft_mem_ptr(x->rmem[st][rb->rank], &p)) != WEFT_OK) {
+                else if ((rb->access & (1u << WEFT_PLAN_CHAN_MEMORY)) &&
+                         (status = weft_mem_ptr(x->rmem[st][rb->rank], &p)) != WEFT_OK) {
                     free(host);
                     goto err;
                 }
-                rptr[k] = (char *)p + off;
+                /* reached by port channels: the proxy writes it, by registration and offset */
+                if ((rb->access & (1u << WEFT_PLAN_CHAN_PORT)) && (int)rb->rank != rank &&
+                    (status = weft_plan_port_remote(x->port, k, x->rmem[st][rb->rank], off)) != WEFT_OK) {
+                    free(host);
+                    goto err;
+                }
+                rptr[k] = p ? (char *)p + off : NULL;
                 rtype[k] = rb->type;
             }
             memcpy(host + o_mc, mch, (size_t)nmc * sizeof(weft_sema_dev_t));
             memcpy(host + o_sw, sw, sizeof(sw));
+            if ((status = weft_plan_port_start(x->port, (weft_port_channel_dev_t *)(host + o_pc),
+                                               (uint32_t *)(host + o_prm), (uint64_t *)(host + o_prb),
+                                               &x->args.port)) != WEFT_OK) {
+                free(host);
+                goto err;
+            }
         }
         if ((status = comm->gpu->mem_alloc(comm->gctx, total, 0, &x->dev)) != WEFT_OK ||
             (status = weft_comm_to_device(comm, x->dev.ptr, host, total)) != WEFT_OK) {
@@ -379,6 +412,9 @@ static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_
             x->args.rbuf_type = (const uint8_t *)(d + o_rtype);
             x->args.mc = (weft_sema_dev_t *)(d + o_mc);
             x->args.sw = (const weft_switch_channel_dev_t *)(d + o_sw);
+            x->args.port.ch = (weft_port_channel_dev_t *)(d + o_pc);
+            x->args.port.rmem = (const uint32_t *)(d + o_prm);
+            x->args.port.rbase = (const uint64_t *)(d + o_prb);
         }
     }
     {
@@ -465,9 +501,9 @@ weft_status_t weft_plan_admits(const weft_comm_t *comm, const struct weft_plan *
             return WEFT_ERR_UNSUPPORTED;
         }
     }
-    if (plan_uses(plan, is_port_op)) {
-        snprintf(why, len, "plan %s: port-channel ops are not run by the executor yet", plan->name);
-        return WEFT_ERR_UNSUPPORTED;
+    {
+        weft_status_t status = weft_plan_port_admits(comm, plan, why, len);
+        if (status != WEFT_OK) return status;
     }
     for (uint32_t g = 0; g < plan->ngpus; g++)
         for (uint32_t s = 0; s < plan->gpus[g].nsw; s++) {
@@ -615,4 +651,20 @@ weft_status_t weft_plan_replay_last(weft_comm_t *comm, weft_plan_t *plan, weft_s
     if (!x || !x->has_last)
         return WEFT_ERR_INVALID_ARGUMENT;
     return exec_queue(comm, x, stream);
+}
+
+weft_status_t weft_plan_buffer(weft_comm_t *comm, const weft_plan_t *plan, int t, void **ptr, size_t *bytes)
+{
+    struct weft_executor *x;
+    if (!comm || !plan || t < 0 || t > 2 || !ptr || !bytes)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&exec_lock);
+    for (x = plan->exec; x && x->comm != comm; x = x->next)
+        ;
+    pthread_mutex_unlock(&exec_lock);
+    if (!x)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    *ptr = x->buf[t];
+    *bytes = t == WEFT_PLAN_BUF_INPUT ? x->in_cap : t == WEFT_PLAN_BUF_OUTPUT ? x->out_cap : x->scr_bytes;
+    return WEFT_OK;
 }

@@ -48,13 +48,28 @@ typedef struct {
 /* Opcodes as in src/coll/plan.h (weft_plan_opcode_t). */
 typedef struct {
     uint8_t code, chan_type, nsrc, ndst, nchan, nsem;
-    uint16_t chan[WEFT_X_MAX_CHANNELS]; /* into a->mc (memory) */
+    uint16_t chan[WEFT_X_MAX_CHANNELS]; /* into a->mc (memory) or a->port.ch (port) */
     uint16_t sem[WEFT_X_MAX_SEMS];
     weft_xref_t src[WEFT_X_MAX_BUFFERS], dst[WEFT_X_MAX_BUFFERS];
     uint32_t tbg_id, tbg_size, barrier_id, barrier_blocks;
     uint32_t pipe_chunks, nops;
     uint64_t unit_size;
 } weft_xop_t;
+
+/*
+ * Port channels (src/coll/plan_port.c): one device handle per port channel
+ * of the rank, its src_mem/dst_mem set per op from the proxy ids below.
+ * An op's local buffer of type t is proxy memory lmem[t] from lbase[t] on
+ * (in place, the input sits inside the output's registration); remote
+ * buffer k is rmem[k] from rbase[k] on.
+ */
+typedef struct {
+    weft_port_channel_dev_t *ch;
+    const uint32_t *rmem;
+    const uint64_t *rbase;
+    uint32_t lmem[3];
+    uint64_t lbase[3];
+} weft_xport_t;
 
 typedef struct {
     const weft_xop_t *ops;     /* every block's ops, block b's from tb_first[b] */
@@ -64,6 +79,7 @@ typedef struct {
     const uint8_t *rbuf_type;  /* their buffer types */
     weft_sema_dev_t *mc;       /* memory channels' semaphores */
     const weft_switch_channel_dev_t *sw; /* [3]: the switch channel binding each buffer type */
+    weft_xport_t port;         /* port channels */
     uint64_t *dsem;            /* device semaphores */
     uint64_t *bar;             /* [WEFT_X_BARRIERS * 2]: arrivals, generation */
     weft_dev_ctl_t *ctl;
@@ -77,6 +93,9 @@ typedef struct {
     int32_t rank, nranks;
     uint32_t sw_emulated;      /* the switch channels are the host backend's emulation */
 } weft_exec_args_t;
+
+/* An op's channel_type port (weft_plan_chan_t's WEFT_PLAN_CHAN_PORT). */
+#define WEFT_XCHAN_PORT 2u
 
 /* Opcodes (must match weft_plan_opcode_t). */
 enum {
@@ -100,13 +119,13 @@ WEFT_DEVICE uint64_t weft_x_slice_off(uint64_t bytes, uint32_t tb, uint32_t n, u
     return ((uint64_t)tb * base + (tb < rem ? tb : rem)) * align;
 }
 
-/* The range of @p r for op @p o in pipeline step @p it (unit bytes @p unit, 0: whole);
- * @p pkt: the packet side (twice the data offset). */
-WEFT_DEVICE weft_xrange_t weft_x_range(const weft_exec_args_t *a, const weft_xop_t *o, const weft_xref_t *r,
-                                       int pkt, uint64_t off_in, uint64_t unit)
+/* The offset of @p r's range in its buffer for op @p o in pipeline step
+ * @p it (unit bytes @p unit, 0: whole), counting the scratch half of this
+ * execution; @p pkt: the packet side (twice the data offset). Its data
+ * bytes in *bytes. */
+WEFT_DEVICE uint64_t weft_x_offset(const weft_exec_args_t *a, const weft_xop_t *o, const weft_xref_t *r, int pkt,
+                                   uint64_t off_in, uint64_t unit, uint64_t *bytes_out)
 {
-    weft_xrange_t x;
-    char *base;
     uint64_t off = (uint64_t)r->index * a->chunk, bytes = (uint64_t)r->size * a->chunk;
     uint64_t lo = weft_x_slice_off(bytes, o->tbg_id, o->tbg_size, a->align);
     uint64_t hi = weft_x_slice_off(bytes, o->tbg_id + 1, o->tbg_size, a->align);
@@ -116,17 +135,54 @@ WEFT_DEVICE weft_xrange_t weft_x_range(const weft_exec_args_t *a, const weft_xop
         bytes = off_in >= bytes ? 0 : (bytes - off_in < unit ? bytes - off_in : unit);
         off += off_in;
     }
+    *bytes_out = bytes;
+    if (pkt)
+        off *= 2;
+    if (r->type == WEFT_XREF_SCRATCH && r->where != WEFT_XREF_SWITCH)
+        off += a->scr_off;
+    return off;
+}
+
+/* The range of @p r for op @p o (weft_x_offset), as an address here. */
+WEFT_DEVICE weft_xrange_t weft_x_range(const weft_exec_args_t *a, const weft_xop_t *o, const weft_xref_t *r,
+                                       int pkt, uint64_t off_in, uint64_t unit)
+{
+    weft_xrange_t x;
+    char *base;
+    uint64_t off = weft_x_offset(a, o, r, pkt, off_in, unit, &x.bytes);
     if (r->where == WEFT_XREF_REMOTE)
         base = a->rbuf[r->slot];
     else if (r->where == WEFT_XREF_SWITCH)
         base = a->sw[r->type].local;
     else
         base = a->buf[r->where];
-    if (r->type == WEFT_XREF_SCRATCH && r->where != WEFT_XREF_SWITCH)
-        base += a->scr_off;
-    x.p = base + (pkt ? 2 * off : off);
-    x.bytes = bytes;
+    x.p = base + off;
     return x;
+}
+
+/*
+ * Port-channel put of op @p o's destination @p i (put, pws, pwsf: as
+ * MSCCL++ defines them, destination i goes over the op's channel i, from
+ * source i, or the first where the op has one source): the proxy copies
+ * the bytes, then (pws, pwsf) signals the peer after them, then (pwsf)
+ * flushes, and this thread waits for that. 1 on give-up.
+ */
+WEFT_DEVICE int weft_x_port_put(const weft_exec_args_t *a, const weft_xop_t *o, uint32_t i, uint64_t it,
+                                uint64_t unit)
+{
+    const weft_xref_t *d = &o->dst[i], *s = &o->src[i < o->nsrc ? i : 0u];
+    weft_port_channel_dev_t h = a->port.ch[o->chan[i < o->nchan ? i : (uint32_t)o->nchan - 1u]];
+    uint64_t dbytes, sbytes;
+    uint64_t doff = a->port.rbase[d->slot] + weft_x_offset(a, o, d, 0, it, unit, &dbytes);
+    uint64_t soff = a->port.lbase[s->where] + weft_x_offset(a, o, s, 0, it, unit, &sbytes);
+    uint64_t bytes = dbytes < sbytes ? dbytes : sbytes;
+    h.dst_mem = a->port.rmem[d->slot];
+    h.src_mem = a->port.lmem[s->where];
+    if (o->code == WEFT_XOP_PWSF)
+        return weft_pc_put_with_signal_and_flush(&h, doff, soff, bytes);
+    if (o->code == WEFT_XOP_PWS)
+        return weft_pc_put_with_signal(&h, doff, soff, bytes);
+    return weft_pc_put(&h, doff, soff, bytes);
 }
 
 /* Reduces the 8 bytes @p v into @p acc element by element. */
@@ -249,6 +305,12 @@ WEFT_DEVICE int weft_x_run_op(const weft_kctx_t *k, const weft_exec_args_t *a, c
     case WEFT_XOP_SIGNAL:
     case WEFT_XOP_RLXSIGNAL:
         weft_block_sync(k); /* the block's writes before the signal */
+        if (o->chan_type == WEFT_XCHAN_PORT) {
+            /* the proxy signals after every earlier trigger of the FIFO */
+            for (size_t i = tid; i < o->nchan; i += nt)
+                bad |= weft_pc_signal(&a->port.ch[o->chan[i]]);
+            return weft_block_sync_or(k, bad);
+        }
         for (size_t i = tid; i < o->nchan; i += nt) {
             if (o->code == WEFT_XOP_SIGNAL)
                 weft_sema_signal(&a->mc[o->chan[i]]);
@@ -258,6 +320,12 @@ WEFT_DEVICE int weft_x_run_op(const weft_kctx_t *k, const weft_exec_args_t *a, c
         return 0;
     case WEFT_XOP_WAIT:
     case WEFT_XOP_RLXWAIT:
+        if (o->chan_type == WEFT_XCHAN_PORT) {
+            /* acquire: pairs with the proxy's release of the peer's signal */
+            for (size_t i = tid; i < o->nchan; i += nt)
+                bad |= weft_pc_wait(&a->port.ch[o->chan[i]]);
+            return weft_block_sync_or(k, bad);
+        }
         for (size_t i = tid; i < o->nchan; i += nt)
             bad |= o->code == WEFT_XOP_WAIT ? weft_sema_wait(&a->mc[o->chan[i]])
                                             : weft_sema_relaxed_wait(&a->mc[o->chan[i]]);
@@ -285,9 +353,22 @@ WEFT_DEVICE int weft_x_run_op(const weft_kctx_t *k, const weft_exec_args_t *a, c
             }
         }
         return weft_block_sync_or(k, bad);
+    case WEFT_XOP_FLUSH:
+        /* until the proxy has carried out this channel's earlier triggers */
+        for (size_t i = tid; i < o->nchan; i += nt)
+            bad |= weft_pc_flush(&a->port.ch[o->chan[i]]);
+        return weft_block_sync_or(k, bad);
     case WEFT_XOP_PUT:
     case WEFT_XOP_PWS:
     case WEFT_XOP_PWSF:
+        if (o->chan_type == WEFT_XCHAN_PORT) {
+            /* the block's writes of the sources before the proxy reads them */
+            weft_block_sync(k);
+            for (size_t i = tid; i < o->ndst; i += nt)
+                bad |= weft_x_port_put(a, o, (uint32_t)i, it, unit);
+            return weft_block_sync_or(k, bad);
+        }
+        /* fall through */
     case WEFT_XOP_GET:
     case WEFT_XOP_COPY: {
         /* put: src[0] to each dst; get and copy: src[i] to dst[i] */
@@ -440,9 +521,34 @@ WEFT_DEVICE int weft_x_run_op(const weft_kctx_t *k, const weft_exec_args_t *a, c
         return weft_block_sync_or(k, bad);
     }
     default:
-        /* port-channel ops (flush) are refused before launch */
+        /* other ops over port channels are refused before launch (plan_port.c) */
         return 0;
     }
+}
+
+/*
+ * The end of a block's ops: the proxy must have read every source the
+ * block's port puts named before the execution counts as done, since the
+ * next one on the stream rewrites the plan's buffers (the copy in). A flush
+ * of each channel a put without flush used, not repeated back to back.
+ */
+WEFT_DEVICE int weft_x_port_drain(const weft_kctx_t *k, const weft_exec_args_t *a, uint32_t first, uint32_t end)
+{
+    int bad = 0;
+    uint32_t last = 0xffffffffu;
+    weft_block_sync(k);
+    for (uint32_t i = first; i < end && !bad && k->thread == 0; i++) {
+        const weft_xop_t *o = &a->ops[i];
+        if (o->chan_type != WEFT_XCHAN_PORT || (o->code != WEFT_XOP_PUT && o->code != WEFT_XOP_PWS))
+            continue;
+        for (uint32_t c = 0; c < o->nchan && !bad; c++) {
+            if (o->chan[c] == last)
+                continue;
+            last = o->chan[c];
+            bad = weft_pc_flush(&a->port.ch[last]);
+        }
+    }
+    return weft_block_sync_or(k, bad);
 }
 
 /* The kernel body: block b runs plan thread block b. The packet flag and
@@ -473,6 +579,8 @@ WEFT_DEVICE void weft_exec_plan(const weft_kctx_t *k, void *args)
         if (weft_x_run_op(k, a, o, 0, 0))
             return;
     }
+    if (weft_x_port_drain(k, a, first, end))
+        return;
     if (a->scale_bytes) {
         /* avg: every block's sums are done; each divides its share */
         weft_dtype_t t = (weft_dtype_t)a->dtype;

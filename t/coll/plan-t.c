@@ -6,8 +6,8 @@
  * types and every operation; every "test" plan runs to completion; switch
  * plans run on the multicast (the host backend's emulation; on a GPU
  * backend without multicast they must be refused with
- * WEFT_ERR_UNSUPPORTED); plans with port channels are refused, before
- * anything runs, with WEFT_ERR_UNSUPPORTED. */
+ * WEFT_ERR_UNSUPPORTED); plans with port channels run over the proxy
+ * (t/coll/plan-port-t checks their data and runs them across hosts). */
 #include "tap/basic.h"
 #include "collref.h"
 #include "tap/job.h"
@@ -31,7 +31,6 @@ typedef struct {
     char path[4400];
     int nranks;
     char collective[32];
-    int port;
     int refused_mc; /* switch channels where NCCL_NVLS_ENABLE=0 keeps multicast off */
     int sw;         /* the plan has switch channels */
 } job_t;
@@ -112,9 +111,9 @@ static int rank_main(int rank, int nranks, void *arg)
     weft_plan_info(p, &info);
     /* this rank's chunk counts (plan.h) */
     size_t ic = p->gpus[rank].chunks[0], oc = p->gpus[rank].chunks[1];
-    if (j->port || j->refused_mc || no_mc) {
+    if (j->refused_mc || no_mc) {
         char *b;
-        const char *what = j->port ? "port plan" : "switch plan without multicast";
+        const char *what = "switch plan without multicast";
         weft_status_t st;
         if (weft_mem_alloc(comm, 128 * (ic + oc) + 64, (void **)&b) != WEFT_OK) return rank_fail("alloc");
         st = weft_execute(comm, p, b, b + 64 * ic, 64 * ic, 64 * oc, WEFT_FLOAT32, WEFT_SUM, s);
@@ -220,9 +219,8 @@ int main(void)
                     FILE *f = fopen(j->path, "r");
                     char line[512];
                     const char *nvls = getenv("NCCL_NVLS_ENABLE");
-                    j->port = j->refused_mc = j->sw = 0;
+                    j->refused_mc = j->sw = 0;
                     while (f && fgets(line, sizeof(line), f)) {
-                        if (strstr(line, "\"port\"")) j->port = 1;
                         if (strstr(line, "\"switch\"")) j->sw = 1;
                         /* shared GPU hosts set NCCL_NVLS_ENABLE=0: even the
                          * emulated multicast stays off, and such plans are refused */
@@ -247,7 +245,7 @@ int main(void)
         }
         ok(run_ranks(jobs[i].nranks, 60000, rank_main, &jobs[i], &r), "%s (%s, %d ranks)%s", base,
            jobs[i].collective, jobs[i].nranks,
-           jobs[i].port ? ": refused, port channels" : jobs[i].refused_mc ? ": refused, no multicast (NCCL_NVLS_ENABLE=0)" : "");
+           jobs[i].refused_mc ? ": refused, no multicast (NCCL_NVLS_ENABLE=0)" : "");
     }
     return test_done();
 }

@@ -1,0 +1,160 @@
+/* The executor's port channels: MSCCL++'s port-channel unit plans
+ * (flush, fused flush, put with signal, put with signal and flush) on 2
+ * forked ranks, on one host (the proxy copies over IPC) and with every rank
+ * on a "host" of its own (WEFT_HOSTID: the proxy writes over the network
+ * transport); the data a put moved is checked in the executor's buffers at
+ * chunk sizes from 16 bytes to 1 MiB, several executions in a row. A plan
+ * whose pws on rank 1 lost its signal (a put) leaves rank 0's wait
+ * unanswered: rank 0 must fail within the device timeout, naming it. */
+#include "tap/basic.h"
+#include "tap/job.h"
+#include "tap/ranks.h"
+#include "weft.h"
+#include "comm.h"
+#include "plan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static weft_unique_id_t id;
+
+typedef struct {
+    const char *file; /* under t/coll/plans/mscclpp-dsl-units */
+    int hosts;        /* 1: one host; 0: one per rank */
+    int puts;         /* the plan puts input chunk 0 to the peer's chunk 1 */
+    int unsignalled;  /* rank 1's pws made a put: rank 0 must time out */
+} job_t;
+
+static unsigned char pattern(int rank, int round, size_t i)
+{
+    return (unsigned char)(rank * 53 + round * 7 + i * 13 + (i >> 8) + 1);
+}
+
+/* The file's text, rank 1's pws turned into puts where @p unsignalled. */
+static char *plan_text(const job_t *j)
+{
+    char path[4096];
+    FILE *f;
+    long n;
+    char *s;
+    snprintf(path, sizeof(path), "%s/t/coll/plans/mscclpp-dsl-units/%s", TOP_SRCDIR, j->file);
+    if (!(f = fopen(path, "r")) || fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) ||
+        !(s = calloc(1, (size_t)n + 1)) || fread(s, 1, (size_t)n, f) != (size_t)n)
+        bail("cannot read %s", path);
+    fclose(f);
+    if (j->unsignalled) {
+        /* gpus[1]'s op: the second "pws" of the file */
+        char *first = strstr(s, "\"name\": \"pws\"");
+        char *second = first ? strstr(first + 1, "\"name\": \"pws\"") : NULL;
+        if (!second)
+            bail("%s: no second pws", j->file);
+        memcpy(second, "\"name\": \"put\"", strlen("\"name\": \"put\""));
+    }
+    return s;
+}
+
+static int rank_main(int rank, int nranks, void *arg)
+{
+    const job_t *j = arg;
+    weft_comm_config_t cfg = WEFT_COMM_CONFIG_INIT;
+    weft_comm_t *comm;
+    weft_stream_t *s;
+    weft_plan_t *p;
+    char *text = plan_text(j);
+    static const size_t chunks[] = {16, 4096, 1u << 20, 48};
+    int fails = 0, peer = 1 - rank;
+    char host[32];
+
+    if (!j->hosts) {
+        snprintf(host, sizeof(host), "plan-port-host-%d", rank);
+        setenv("WEFT_HOSTID", host, 1);
+    }
+    if (j->unsignalled)
+        cfg.device_timeout_ms = 1500;
+    if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, &cfg, &comm) != WEFT_OK ||
+        weft_stream_create(comm, &s) != WEFT_OK)
+        return rank_fail("init: %s", weft_get_last_error());
+    if (weft_plan_load_string(text, &p) != WEFT_OK)
+        return rank_fail("load %s: %s", j->file, weft_get_last_error());
+    free(text);
+    for (size_t r = 0; r < (j->unsignalled ? 1 : sizeof(chunks) / sizeof(chunks[0])) && !fails; r++) {
+        size_t ic = p->gpus[rank].chunks[WEFT_PLAN_BUF_INPUT], chunk = chunks[r], in_bytes = ic * chunk;
+        char *in = NULL, *host_in = malloc(in_bytes + 1);
+        weft_status_t st;
+        if (!host_in || weft_mem_alloc(comm, in_bytes + 64, (void **)&in) != WEFT_OK)
+            return rank_fail("alloc: %s", weft_get_last_error());
+        for (size_t i = 0; i < in_bytes; i++)
+            host_in[i] = (char)pattern(rank, (int)r, i);
+        rank_step("%s: chunk of %zu bytes on %s", j->file, chunk, j->hosts ? "one host" : "two hosts");
+        st = weft_memcpy(s, in, host_in, in_bytes);
+        if (st == WEFT_OK)
+            st = weft_execute(comm, p, in, NULL, in_bytes, 0, WEFT_UINT8, WEFT_SUM, s);
+        if (st == WEFT_OK)
+            st = weft_stream_synchronize(s);
+        if (j->unsignalled) {
+            const char *e = weft_get_last_error();
+            if (rank == 0 && st == WEFT_OK)
+                fails += rank_fail("%s without rank 1's signal: rank 0's wait was answered", j->file);
+            else if (rank == 0 && (st != WEFT_ERR_TIMEOUT || !e || !strstr(e, "wait for rank 1")))
+                fails += rank_fail("%s without rank 1's signal: %s, not a timeout of the wait for rank 1: %s", j->file,
+                                   weft_status_string(st), e ? e : "(none)");
+            else if (rank == 1 && st != WEFT_OK)
+                fails += rank_fail("rank 1 signalled nobody waiting and failed: %s", weft_status_string(st));
+            else if (rank == 0)
+                diag("rank 0, unsignalled: %s: %s", weft_status_string(st), e);
+        } else if (st != WEFT_OK) {
+            fails += rank_fail("%s, chunk %zu: %s: %s", j->file, chunk, weft_status_string(st),
+                               weft_get_last_error());
+        } else if (j->puts) {
+            /* our chunk 0 as we wrote it; chunk 1: the peer's chunk 0, put by its proxy */
+            char *buf;
+            size_t bytes;
+            if (weft_plan_buffer(comm, p, WEFT_PLAN_BUF_INPUT, (void **)&buf, &bytes) != WEFT_OK || bytes < in_bytes)
+                return rank_fail("the executor's input buffer");
+            for (size_t i = 0; i < 2 * chunk && !fails; i++) {
+                unsigned char want = i < chunk ? pattern(rank, (int)r, i) : pattern(peer, (int)r, i - chunk);
+                if ((unsigned char)buf[i] != want)
+                    fails += rank_fail("%s, chunk %zu: input byte %zu is %u, expected %u (%s)", j->file, chunk, i,
+                                       (unsigned char)buf[i], want, i < chunk ? "ours" : "the peer's put");
+            }
+        }
+        weft_mem_free(comm, in);
+        free(host_in);
+    }
+    /* rank 1 stays up past rank 0's device timeout: rank 0's wait must
+     * give up by itself, not on seeing rank 1 leave */
+    if (j->unsignalled && rank == 1)
+        sleep(4);
+    weft_plan_destroy(p);
+    weft_stream_destroy(s);
+    weft_comm_destroy(comm);
+    return fails;
+}
+
+int main(void)
+{
+    static const job_t plans[] = {
+        {"flush__flush_test.json", 1, 0, 0},
+        {"flush__flush_fuse_test.json", 1, 0, 0},
+        {"put__put_with_signal_test.json", 1, 1, 0},
+        {"put__put_with_signal_and_flush_test.json", 1, 1, 0},
+    };
+    size_t n = sizeof(plans) / sizeof(plans[0]);
+    plan((int)(2 * n + 2));
+    for (int hosts = 1; hosts >= 0; hosts--)
+        for (size_t i = 0; i < n; i++) {
+            job_t j = plans[i];
+            j.hosts = hosts;
+            ok(run_ranks(2, 60000, rank_main, &j, NULL), "%s, 2 ranks, %s", j.file,
+               hosts ? "one host (IPC)" : "two hosts (network)");
+        }
+    for (int hosts = 1; hosts >= 0; hosts--) {
+        job_t j = {"put__put_with_signal_test.json", hosts, 1, 1};
+        ok(run_ranks(2, 60000, rank_main, &j, NULL),
+           "put with signal, rank 1's signal removed, %s: rank 0's wait fails in bounded time, naming a rank",
+           hosts ? "one host" : "two hosts");
+    }
+    return test_done();
+}
