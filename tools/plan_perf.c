@@ -264,8 +264,10 @@ static int run_plan(pctx_t *c)
     weft_status_t st = WEFT_OK;
     /* the plan's own rule finds the unit: try input/output sizes in
      * buffer_alignment multiples until one fits (every rank agrees) */
+    /* some input first: a plan that moves its input (a put) moves bytes */
+    for (int pass = 0; pass < 2 && !found; pass++)
     for (size_t unit = 16; unit <= 1u << 20 && !found; unit *= 2)
-        for (size_t ki = 0; ki <= 64 && !found; ki++)
+        for (size_t ki = pass ? 0 : 1; ki <= (pass ? 0u : 64u) && !found; ki++)
             for (size_t ko = 0; ko <= 64; ko++)
                 if ((ki || ko) && ki * unit <= c->cap / 2 && ko * unit <= c->cap / 2 &&
                     weft_plan_check_message(c->plan, ki * unit, ko * unit) == WEFT_OK &&
