@@ -193,13 +193,14 @@ static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_
     const weft_plan_gpu_t *gpu = &plan->gpus[comm->rank];
     int n = comm->nranks, rank = comm->rank;
     int remote_t[3] = {0, 0, 0}, sw_t[3] = {0, 0, 0}, port = weft_plan_port_used(plan);
-    unsigned transports = WEFT_TRANSPORT_IPC | weft_plan_port_transports(comm, plan);
+    unsigned transports = (comm->caps & WEFT_CAP_IPC ? WEFT_TRANSPORT_IPC : 0) | weft_plan_port_transports(comm, plan);
     size_t bytes[3];
     weft_status_t status = WEFT_ERR_NO_MEMORY;
     weft_sema_dev_t *mch = NULL;
     uint32_t nmc = gpu->nchan[WEFT_PLAN_CHAN_MEMORY], npc = gpu->nchan[WEFT_PLAN_CHAN_PORT], nops = 0;
 
     if (!x) return status;
+    if (!transports) transports = WEFT_TRANSPORT_IPC; /* refused by the registration, saying why */
     x->plan = plan;
     x->comm = comm;
     x->in_cap = in_bytes;

@@ -66,9 +66,9 @@ static int port_op_runs(weft_plan_opcode_t code)
     }
 }
 
-weft_status_t weft_plan_port_admits(const weft_comm_t *comm, const struct weft_plan *plan, char *why, size_t len)
+static weft_status_t gpu_admits(const struct weft_plan *plan, uint32_t g, char *why, size_t len)
 {
-    const weft_plan_gpu_t *gpu = &plan->gpus[comm->rank];
+    const weft_plan_gpu_t *gpu = &plan->gpus[g];
     for (uint32_t b = 0; b < gpu->ntb; b++) {
         const weft_plan_tb_t *tb = &gpu->tb[b];
         for (uint32_t i = 0; i < tb->nops; i++) {
@@ -77,9 +77,9 @@ weft_status_t weft_plan_port_admits(const weft_comm_t *comm, const struct weft_p
             if (o->chan_type != WEFT_PLAN_CHAN_PORT)
                 continue;
             if (!port_op_runs((weft_plan_opcode_t)o->code)) {
-                snprintf(why, len, "plan %s: gpus[%d].threadblocks[%u].ops[%u]: %s over a port channel is not run "
+                snprintf(why, len, "plan %s: gpus[%u].threadblocks[%u].ops[%u]: %s over a port channel is not run "
                          "(port channels carry signal, wait, flush, put, pws and pwsf)",
-                         plan->name, comm->rank, b, i, weft_plan_op_name((weft_plan_opcode_t)o->code));
+                         plan->name, g, b, i, weft_plan_op_name((weft_plan_opcode_t)o->code));
                 return WEFT_ERR_UNSUPPORTED;
             }
             if (!put)
@@ -88,23 +88,23 @@ weft_status_t weft_plan_port_admits(const weft_comm_t *comm, const struct weft_p
                 uint32_t ch, peer;
                 if (o->nchan == 0 || o->dst[d].kind != WEFT_PLAN_REF_REMOTE ||
                     (o->nchan != o->ndst && o->nchan != 1)) {
-                    snprintf(why, len, "plan %s: gpus[%d].threadblocks[%u].ops[%u]: a put over port channels needs "
+                    snprintf(why, len, "plan %s: gpus[%u].threadblocks[%u].ops[%u]: a put over port channels needs "
                              "a remote destination per channel",
-                             plan->name, comm->rank, b, i);
+                             plan->name, g, b, i);
                     return WEFT_ERR_INVALID_ARGUMENT;
                 }
                 ch = tb->chan[WEFT_PLAN_CHAN_PORT][o->chan[d < o->nchan ? d : 0]];
                 peer = gpu->chan[WEFT_PLAN_CHAN_PORT][ch];
                 if (gpu->rbuf[o->dst[d].target].rank != peer) {
-                    snprintf(why, len, "plan %s: gpus[%d].threadblocks[%u].ops[%u].dst_buff[%u]: a buffer of rank %u "
+                    snprintf(why, len, "plan %s: gpus[%u].threadblocks[%u].ops[%u].dst_buff[%u]: a buffer of rank %u "
                              "over a port channel to rank %u",
-                             plan->name, comm->rank, b, i, d, gpu->rbuf[o->dst[d].target].rank, peer);
+                             plan->name, g, b, i, d, gpu->rbuf[o->dst[d].target].rank, peer);
                     return WEFT_ERR_INVALID_ARGUMENT;
                 }
                 if (o->src[d < o->nsrc ? d : 0].kind != WEFT_PLAN_REF_LOCAL) {
-                    snprintf(why, len, "plan %s: gpus[%d].threadblocks[%u].ops[%u].src_buff[%u]: a put over a port "
+                    snprintf(why, len, "plan %s: gpus[%u].threadblocks[%u].ops[%u].src_buff[%u]: a put over a port "
                              "channel reads a local buffer",
-                             plan->name, comm->rank, b, i, d < o->nsrc ? d : 0);
+                             plan->name, g, b, i, d < o->nsrc ? d : 0);
                     return WEFT_ERR_INVALID_ARGUMENT;
                 }
             }
@@ -113,9 +113,31 @@ weft_status_t weft_plan_port_admits(const weft_comm_t *comm, const struct weft_p
     return WEFT_OK;
 }
 
+/* Every rank's ops, so that all ranks take the same decision before any
+ * of them starts the collective set-up. */
+weft_status_t weft_plan_port_admits(const weft_comm_t *comm, const struct weft_plan *plan, char *why, size_t len)
+{
+    weft_status_t status;
+    (void)comm;
+    for (uint32_t g = 0; g < plan->ngpus; g++) {
+        const weft_plan_gpu_t *gpu = &plan->gpus[g];
+        for (uint32_t c = 0; c < gpu->nchan[WEFT_PLAN_CHAN_PORT]; c++)
+            if (gpu->chan[WEFT_PLAN_CHAN_PORT][c] == g) {
+                snprintf(why, len, "plan %s: gpus[%u].channels: a port channel of rank %u to itself", plan->name, g, g);
+                return WEFT_ERR_INVALID_ARGUMENT;
+            }
+        if ((status = gpu_admits(plan, g, why, len)) != WEFT_OK)
+            return status;
+    }
+    return WEFT_OK;
+}
+
 unsigned weft_plan_port_transports(const weft_comm_t *comm, const struct weft_plan *plan)
 {
-    /* the same answer on every rank: any port channel of the plan between hosts */
+    /* the same answer on every rank: any port channel of the plan between
+     * hosts (or at all, where the backend has no IPC: weft_comm_peer_transport) */
+    if (!(comm->caps & WEFT_CAP_IPC))
+        return weft_plan_port_used(plan) ? comm->net_transport : 0;
     for (uint32_t g = 0; g < plan->ngpus; g++) {
         const weft_plan_gpu_t *gpu = &plan->gpus[g];
         for (uint32_t c = 0; c < gpu->nchan[WEFT_PLAN_CHAN_PORT]; c++) {

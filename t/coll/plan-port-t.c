@@ -122,6 +122,10 @@ static int rank_main(int rank, int nranks, void *arg)
         }
         weft_mem_free(comm, in);
         free(host_in);
+        /* a rank with nothing to do (flush: rank 1) must not leave while
+         * its peer still runs: that is a peer lost */
+        if (!j->unsignalled && weft_bootstrap_barrier(comm) != WEFT_OK)
+            fails += rank_fail("barrier: %s", weft_get_last_error());
     }
     /* rank 1 stays up past rank 0's device timeout: rank 0's wait must
      * give up by itself, not on seeing rank 1 leave */
@@ -129,6 +133,36 @@ static int rank_main(int rank, int nranks, void *arg)
         sleep(4);
     weft_plan_destroy(p);
     weft_stream_destroy(s);
+    weft_comm_destroy(comm);
+    return fails;
+}
+
+/* One rank: what the executor refuses before anything runs, naming the op. */
+static int refusals(int rank, int nranks, void *arg)
+{
+    job_t j = {"put__put_with_signal_test.json", 1, 1, 0};
+    weft_comm_t *comm;
+    weft_plan_t *p;
+    char *text = plan_text(&j), *at, *edited, why[512];
+    const char *pws = "\"name\": \"pws\"", *ppkt = "\"name\": \"ppkt\"";
+    int fails = 0;
+    weft_status_t st;
+    (void)arg;
+    if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, NULL, &comm) != WEFT_OK)
+        return rank_fail("init: %s", weft_get_last_error());
+    /* rank 0's pws becomes a ppkt over the port channel */
+    if (!(at = strstr(text, pws)) || !(edited = malloc(strlen(text) + 2)))
+        return rank_fail("no pws");
+    *at = 0;
+    sprintf(edited, "%s%s%s", text, ppkt, at + strlen(pws));
+    if (weft_plan_load_string(edited, &p) != WEFT_OK)
+        return rank_fail("load the ppkt plan: %s", weft_get_last_error());
+    st = weft_plan_admits(comm, p, WEFT_FLOAT32, WEFT_SUM, why, sizeof(why));
+    if (st != WEFT_ERR_UNSUPPORTED || !strstr(why, "gpus[0].threadblocks[0].ops[5]: ppkt over a port channel"))
+        fails += rank_fail("ppkt over a port channel: %s: %s", weft_status_string(st), why);
+    weft_plan_destroy(p);
+    free(text);
+    free(edited);
     weft_comm_destroy(comm);
     return fails;
 }
@@ -142,7 +176,7 @@ int main(void)
         {"put__put_with_signal_and_flush_test.json", 1, 1, 0},
     };
     size_t n = sizeof(plans) / sizeof(plans[0]);
-    plan((int)(2 * n + 2));
+    plan((int)(2 * n + 3));
     for (int hosts = 1; hosts >= 0; hosts--)
         for (size_t i = 0; i < n; i++) {
             job_t j = plans[i];
@@ -156,5 +190,6 @@ int main(void)
            "put with signal, rank 1's signal removed, %s: rank 0's wait fails in bounded time, naming a rank",
            hosts ? "one host" : "two hosts");
     }
+    ok(run_ranks(1, 60000, refusals, NULL, NULL), "ppkt over a port channel: refused before it runs, naming the op");
     return test_done();
 }

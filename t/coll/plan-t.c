@@ -147,6 +147,9 @@ static int rank_main(int rank, int nranks, void *arg)
             weft_mem_free(comm, b);
         }
     }
+    /* a rank with nothing to do (flush plans: rank 1) must not leave while
+     * its peers still run: they would see a peer lost */
+    if (weft_bootstrap_barrier(comm) != WEFT_OK) fails += rank_fail("barrier: %s", weft_get_last_error());
     weft_plan_destroy(p);
     weft_stream_destroy(s);
     weft_comm_destroy(comm);
