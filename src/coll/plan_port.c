@@ -59,7 +59,7 @@ static int port_op_runs(weft_plan_opcode_t code)
     switch (code) {
     case WEFT_PLAN_OP_SIGNAL: case WEFT_PLAN_OP_WAIT: case WEFT_PLAN_OP_RLXSIGNAL: case WEFT_PLAN_OP_RLXWAIT:
     case WEFT_PLAN_OP_FLUSH: case WEFT_PLAN_OP_PUT: case WEFT_PLAN_OP_PWS: case WEFT_PLAN_OP_PWSF:
-    case WEFT_PLAN_OP_PIPELINE: case WEFT_PLAN_OP_NOP: case WEFT_PLAN_OP_BARRIER:
+    case WEFT_PLAN_OP_RPPKT: case WEFT_PLAN_OP_PIPELINE: case WEFT_PLAN_OP_NOP: case WEFT_PLAN_OP_BARRIER:
         return 1;
     default:
         return 0;
@@ -73,12 +73,13 @@ static weft_status_t gpu_admits(const struct weft_plan *plan, uint32_t g, char *
         const weft_plan_tb_t *tb = &gpu->tb[b];
         for (uint32_t i = 0; i < tb->nops; i++) {
             const weft_plan_op_t *o = &tb->ops[i];
-            int put = o->code == WEFT_PLAN_OP_PUT || o->code == WEFT_PLAN_OP_PWS || o->code == WEFT_PLAN_OP_PWSF;
+            int put = o->code == WEFT_PLAN_OP_PUT || o->code == WEFT_PLAN_OP_PWS || o->code == WEFT_PLAN_OP_PWSF ||
+                      o->code == WEFT_PLAN_OP_RPPKT;
             if (o->chan_type != WEFT_PLAN_CHAN_PORT)
                 continue;
             if (!port_op_runs((weft_plan_opcode_t)o->code)) {
                 snprintf(why, len, "plan %s: gpus[%u].threadblocks[%u].ops[%u]: %s over a port channel is not run "
-                         "(port channels carry signal, wait, flush, put, pws and pwsf)",
+                         "(port channels carry signal, wait, flush, put, pws, pwsf and rppkt)",
                          plan->name, g, b, i, weft_plan_op_name((weft_plan_opcode_t)o->code));
                 return WEFT_ERR_UNSUPPORTED;
             }

@@ -23,8 +23,9 @@ int weft_plan_port_used(const struct weft_plan *plan);
 
 /**
  * WEFT_OK when the executor runs every port-channel op of @p plan on
- * @p comm: signal, wait (relaxed or not), flush, put, pws and pwsf, each
- * destination over a channel to the rank that owns it. Otherwise
+ * @p comm: signal, wait (relaxed or not), flush, put, pws, pwsf and rppkt,
+ * each destination over a channel to the rank that owns it, on every rank
+ * (all ranks decide alike). Otherwise
  * WEFT_ERR_UNSUPPORTED (ops MSCCL++ runs on memory channels only) or
  * WEFT_ERR_INVALID_ARGUMENT, with the JSON path in @p why; nothing logged.
  */

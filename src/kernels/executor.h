@@ -161,21 +161,22 @@ WEFT_DEVICE weft_xrange_t weft_x_range(const weft_exec_args_t *a, const weft_xop
 }
 
 /*
- * Port-channel put of op @p o's destination @p i (put, pws, pwsf: as
- * MSCCL++ defines them, destination i goes over the op's channel i, from
- * source i, or the first where the op has one source): the proxy copies
- * the bytes, then (pws, pwsf) signals the peer after them, then (pwsf)
- * flushes, and this thread waits for that. 1 on give-up.
+ * Port-channel put of op @p o's destination @p i (put, pws, pwsf, rppkt:
+ * as MSCCL++ defines them, destination i goes over the op's channel i,
+ * from source i, or the first where the op has one source): the proxy
+ * copies the bytes (@p pkt: the packet sides, twice the data bytes), then
+ * (pws, pwsf) signals the peer after them, then (pwsf) flushes, and this
+ * thread waits for that. 1 on give-up.
  */
-WEFT_DEVICE int weft_x_port_put(const weft_exec_args_t *a, const weft_xop_t *o, uint32_t i, uint64_t it,
+WEFT_DEVICE int weft_x_port_put(const weft_exec_args_t *a, const weft_xop_t *o, uint32_t i, int pkt, uint64_t it,
                                 uint64_t unit)
 {
     const weft_xref_t *d = &o->dst[i], *s = &o->src[i < o->nsrc ? i : 0u];
     weft_port_channel_dev_t h = a->port.ch[o->chan[i < o->nchan ? i : (uint32_t)o->nchan - 1u]];
     uint64_t dbytes, sbytes;
-    uint64_t doff = a->port.rbase[d->slot] + weft_x_offset(a, o, d, 0, it, unit, &dbytes);
-    uint64_t soff = a->port.lbase[s->where] + weft_x_offset(a, o, s, 0, it, unit, &sbytes);
-    uint64_t bytes = dbytes < sbytes ? dbytes : sbytes;
+    uint64_t doff = a->port.rbase[d->slot] + weft_x_offset(a, o, d, pkt, it, unit, &dbytes);
+    uint64_t soff = a->port.lbase[s->where] + weft_x_offset(a, o, s, pkt, it, unit, &sbytes);
+    uint64_t bytes = (dbytes < sbytes ? dbytes : sbytes) * (pkt ? 2u : 1u);
     h.dst_mem = a->port.rmem[d->slot];
     h.src_mem = a->port.lmem[s->where];
     if (o->code == WEFT_XOP_PWSF)
@@ -365,7 +366,7 @@ WEFT_DEVICE int weft_x_run_op(const weft_kctx_t *k, const weft_exec_args_t *a, c
             /* the block's writes of the sources before the proxy reads them */
             weft_block_sync(k);
             for (size_t i = tid; i < o->ndst; i += nt)
-                bad |= weft_x_port_put(a, o, (uint32_t)i, it, unit);
+                bad |= weft_x_port_put(a, o, (uint32_t)i, 0, it, unit);
             return weft_block_sync_or(k, bad);
         }
         /* fall through */
@@ -425,6 +426,18 @@ WEFT_DEVICE int weft_x_run_op(const weft_kctx_t *k, const weft_exec_args_t *a, c
     }
     case WEFT_XOP_RPPKT: {
         weft_xrange_t s = weft_x_range(a, o, &o->src[0], 1, 0, 0);
+        if (o->chan_type == WEFT_XCHAN_PORT) {
+            /* the packets, once all have arrived here, go as they are
+             * (flags included) to each destination's packet side */
+            uint64_t v;
+            for (uint64_t u = tid; u < s.bytes / 8 && !bad; u += nt)
+                bad = weft_x_pkt_get8(a, s.p, u, &v);
+            if (weft_block_sync_or(k, bad))
+                return 1;
+            for (size_t i = tid; i < o->ndst; i += nt)
+                bad |= weft_x_port_put(a, o, (uint32_t)i, 1, 0, 0);
+            return weft_block_sync_or(k, bad);
+        }
         for (uint64_t u = tid; u < s.bytes / 8 && !bad; u += nt) {
             uint64_t v;
             if ((bad = weft_x_pkt_get8(a, s.p, u, &v)) != 0)
@@ -539,7 +552,8 @@ WEFT_DEVICE int weft_x_port_drain(const weft_kctx_t *k, const weft_exec_args_t *
     weft_block_sync(k);
     for (uint32_t i = first; i < end && !bad && k->thread == 0; i++) {
         const weft_xop_t *o = &a->ops[i];
-        if (o->chan_type != WEFT_XCHAN_PORT || (o->code != WEFT_XOP_PUT && o->code != WEFT_XOP_PWS))
+        if (o->chan_type != WEFT_XCHAN_PORT ||
+            (o->code != WEFT_XOP_PUT && o->code != WEFT_XOP_PWS && o->code != WEFT_XOP_RPPKT))
             continue;
         for (uint32_t c = 0; c < o->nchan && !bad; c++) {
             if (o->chan[c] == last)

@@ -5,7 +5,9 @@
  * transport); the data a put moved is checked in the executor's buffers at
  * chunk sizes from 16 bytes to 1 MiB, several executions in a row. A plan
  * whose pws on rank 1 lost its signal (a put) leaves rank 0's wait
- * unanswered: rank 0 must fail within the device timeout, naming it. */
+ * unanswered: rank 0 must fail within the device timeout, naming it.
+ * rppkt over a port channel (a plan of the DSL's shape, inline here) moves
+ * packets between hosts; ppkt over one is refused. */
 #include "tap/basic.h"
 #include "tap/job.h"
 #include "tap/ranks.h"
@@ -21,7 +23,7 @@
 static weft_unique_id_t id;
 
 typedef struct {
-    const char *file; /* under t/coll/plans/mscclpp-dsl-units */
+    const char *file; /* under t/coll/plans/mscclpp-dsl-units; NULL: rppkt_plan */
     int hosts;        /* 1: one host; 0: one per rank */
     int puts;         /* the plan puts input chunk 0 to the peer's chunk 1 */
     int unsignalled;  /* rank 1's pws made a put: rank 0 must time out */
@@ -32,6 +34,33 @@ static unsigned char pattern(int rank, int round, size_t i)
     return (unsigned char)(rank * 53 + round * 7 + i * 13 + (i >> 8) + 1);
 }
 
+/*
+ * rppkt over a port channel, as MSCCL++'s DSL prints read_put_packets on a
+ * port channel (2 ranks, LL, double scratch): each rank makes packets of
+ * its input in scratch chunk 0 (cpkt), its proxy puts them, flags and
+ * all, into the peer's scratch chunk 1 once they are complete (rppkt),
+ * and each unpacks what the peer sent into its output (upkt): the output
+ * is the peer's input.
+ */
+#define RPPKT_GPU(me, peer)                                                                                           \
+    "{\"id\": " #me ", \"input_chunks\": 1, \"output_chunks\": 1, \"scratch_chunks\": 2, \"threadblocks\": [{\"id\": 0, "     \
+    "\"ops\": [{\"name\": \"cpkt\", \"src_buff\": [{\"type\": \"i\", \"index\": 0, \"size\": 1}], "                     \
+    "\"dst_buff\": [{\"type\": \"s\", \"index\": 0, \"size\": 1}]}, "                                                   \
+    "{\"name\": \"rppkt\", \"src_buff\": [{\"type\": \"s\", \"index\": 0, \"size\": 1}], "                             \
+    "\"dst_buff\": [{\"buffer_id\": 0, \"index\": 1, \"size\": 1}], \"channel_ids\": [0], \"channel_type\": \"port\"}, "    \
+    "{\"name\": \"upkt\", \"src_buff\": [{\"type\": \"s\", \"index\": 1, \"size\": 1}], "                              \
+    "\"dst_buff\": [{\"type\": \"o\", \"index\": 0, \"size\": 1}]}], "                                                   \
+    "\"channels\": [{\"channel_type\": \"port\", \"channel_ids\": [0]}], "                                             \
+    "\"remote_buffer_refs\": [{\"access_channel_type\": \"port\", \"remote_buffer_ids\": [0]}]}], "                      \
+    "\"channels\": [{\"channel_type\": \"port\", \"connected_to\": [" #peer "]}], "                                    \
+    "\"remote_buffers\": [{\"rank\": " #peer ", \"type\": \"s\", \"access_channel_types\": [\"port\"]}], "             \
+    "\"semaphores\": []}"
+static const char rppkt_plan[] =
+    "{\"name\": \"port_read_put_packets\", \"collective\": \"test\", \"protocol\": \"LL\", \"inplace\": false, "
+    "\"reuse_resources\": false, \"use_double_scratch_buffer\": true, \"buffer_alignment\": 16, "
+    "\"num_threads_per_block\": 1024, \"min_message_size\": 0, \"max_message_size\": 18446744073709551615, "
+    "\"gpus\": [" RPPKT_GPU(0, 1) ", " RPPKT_GPU(1, 0) "]}";
+
 /* The file's text, rank 1's pws turned into puts where @p unsignalled. */
 static char *plan_text(const job_t *j)
 {
@@ -39,6 +68,8 @@ static char *plan_text(const job_t *j)
     FILE *f;
     long n;
     char *s;
+    if (!j->file)
+        return strdup(rppkt_plan);
     snprintf(path, sizeof(path), "%s/t/coll/plans/mscclpp-dsl-units/%s", TOP_SRCDIR, j->file);
     if (!(f = fopen(path, "r")) || fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) ||
         !(s = calloc(1, (size_t)n + 1)) || fread(s, 1, (size_t)n, f) != (size_t)n)
@@ -77,20 +108,25 @@ static int rank_main(int rank, int nranks, void *arg)
         weft_stream_create(comm, &s) != WEFT_OK)
         return rank_fail("init: %s", weft_get_last_error());
     if (weft_plan_load_string(text, &p) != WEFT_OK)
-        return rank_fail("load %s: %s", j->file, weft_get_last_error());
+        return rank_fail("load %s: %s", j->file ? j->file : "the rppkt plan", weft_get_last_error());
     free(text);
     for (size_t r = 0; r < (j->unsignalled ? 1 : sizeof(chunks) / sizeof(chunks[0])) && !fails; r++) {
         size_t ic = p->gpus[rank].chunks[WEFT_PLAN_BUF_INPUT], chunk = chunks[r], in_bytes = ic * chunk;
-        char *in = NULL, *host_in = malloc(in_bytes + 1);
+        size_t out_bytes = p->gpus[rank].chunks[WEFT_PLAN_BUF_OUTPUT] * chunk;
+        char *in = NULL, *out = NULL, *host_in = malloc(in_bytes + 1), *host_out = malloc(out_bytes + 1);
         weft_status_t st;
-        if (!host_in || weft_mem_alloc(comm, in_bytes + 64, (void **)&in) != WEFT_OK)
+        if (!host_in || !host_out || weft_mem_alloc(comm, in_bytes + 64, (void **)&in) != WEFT_OK ||
+            weft_mem_alloc(comm, out_bytes + 64, (void **)&out) != WEFT_OK)
             return rank_fail("alloc: %s", weft_get_last_error());
         for (size_t i = 0; i < in_bytes; i++)
             host_in[i] = (char)pattern(rank, (int)r, i);
-        rank_step("%s: chunk of %zu bytes on %s", j->file, chunk, j->hosts ? "one host" : "two hosts");
+        rank_step("%s: chunk of %zu bytes on %s", j->file ? j->file : "rppkt", chunk,
+                  j->hosts ? "one host" : "two hosts");
         st = weft_memcpy(s, in, host_in, in_bytes);
         if (st == WEFT_OK)
-            st = weft_execute(comm, p, in, NULL, in_bytes, 0, WEFT_UINT8, WEFT_SUM, s);
+            st = weft_execute(comm, p, in, out, in_bytes, out_bytes, WEFT_UINT8, WEFT_SUM, s);
+        if (st == WEFT_OK && out_bytes)
+            st = weft_memcpy(s, host_out, out, out_bytes);
         if (st == WEFT_OK)
             st = weft_stream_synchronize(s);
         if (j->unsignalled) {
@@ -105,8 +141,14 @@ static int rank_main(int rank, int nranks, void *arg)
             else if (rank == 0)
                 diag("rank 0, unsignalled: %s: %s", weft_status_string(st), e);
         } else if (st != WEFT_OK) {
-            fails += rank_fail("%s, chunk %zu: %s: %s", j->file, chunk, weft_status_string(st),
+            fails += rank_fail("%s, chunk %zu: %s: %s", j->file ? j->file : "rppkt", chunk, weft_status_string(st),
                                weft_get_last_error());
+        } else if (!j->file) {
+            /* the output: the peer's input, through its packets */
+            for (size_t i = 0; i < out_bytes && !fails; i++)
+                if ((unsigned char)host_out[i] != pattern(peer, (int)r, i))
+                    fails += rank_fail("rppkt, chunk %zu: output byte %zu is %u, expected the peer's %u", chunk, i,
+                                       (unsigned char)host_out[i], pattern(peer, (int)r, i));
         } else if (j->puts) {
             /* our chunk 0 as we wrote it; chunk 1: the peer's chunk 0, put by its proxy */
             char *buf;
@@ -121,7 +163,9 @@ static int rank_main(int rank, int nranks, void *arg)
             }
         }
         weft_mem_free(comm, in);
+        weft_mem_free(comm, out);
         free(host_in);
+        free(host_out);
         /* a rank with nothing to do (flush: rank 1) must not leave while
          * its peer still runs: that is a peer lost */
         if (!j->unsignalled && weft_bootstrap_barrier(comm) != WEFT_OK)
@@ -176,7 +220,7 @@ int main(void)
         {"put__put_with_signal_and_flush_test.json", 1, 1, 0},
     };
     size_t n = sizeof(plans) / sizeof(plans[0]);
-    plan((int)(2 * n + 3));
+    plan((int)(2 * n + 5));
     for (int hosts = 1; hosts >= 0; hosts--)
         for (size_t i = 0; i < n; i++) {
             job_t j = plans[i];
@@ -184,6 +228,11 @@ int main(void)
             ok(run_ranks(2, 60000, rank_main, &j, NULL), "%s, 2 ranks, %s", j.file,
                hosts ? "one host (IPC)" : "two hosts (network)");
         }
+    for (int hosts = 1; hosts >= 0; hosts--) {
+        job_t j = {NULL, hosts, 0, 0};
+        ok(run_ranks(2, 60000, rank_main, &j, NULL), "rppkt over a port channel (LL, double scratch), %s: the "
+           "output is the peer's input", hosts ? "one host (IPC)" : "two hosts (network)");
+    }
     for (int hosts = 1; hosts >= 0; hosts--) {
         job_t j = {"put__put_with_signal_test.json", hosts, 1, 1};
         ok(run_ranks(2, 60000, rank_main, &j, NULL),
