@@ -120,11 +120,23 @@ void weft_log_write(weft_log_level_t level, unsigned subsys, const char *fmt, ..
     va_end(ap);
 }
 
+/*
+ * Formats into a temporary first and copies after: an argument may be
+ * weft_get_last_error() itself (the buffer this writes), and vsnprintf
+ * with overlapping source and destination garbles the message.
+ */
+static void last_error_vset(const char *fmt, va_list ap)
+{
+    char tmp[sizeof(last_error)];
+    vsnprintf(tmp, sizeof(tmp), fmt, ap);
+    memcpy(last_error, tmp, sizeof(last_error));
+}
+
 void weft_error_set(unsigned subsys, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof(last_error), fmt, ap);
+    last_error_vset(fmt, ap);
     va_end(ap);
     if (weft_log_enabled(WEFT_LOG_ERROR, subsys))
         weft_log_write(WEFT_LOG_ERROR, subsys, "%s", last_error);
@@ -134,7 +146,7 @@ void weft_error_note(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof(last_error), fmt, ap);
+    last_error_vset(fmt, ap);
     va_end(ap);
 }
 
