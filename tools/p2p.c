@@ -6,9 +6,9 @@
  * repetitions; latencies are per round trip.
  */
 #include "config.h"
-#include "p2p.h"
 #include "perf.h"
 #include "weft.h"
+#include "weft/p2p.h"
 
 #include <stdio.h>
 #include <stdlib.h>

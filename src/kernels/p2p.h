@@ -7,18 +7,8 @@
 #ifndef WEFT_KERNELS_P2P_H
 #define WEFT_KERNELS_P2P_H
 
-#include "weft/device.h"
-
-typedef struct {
-    weft_memory_channel_dev_t mc;   /* to the peer's data buffer */
-    weft_memory_channel_dev_t mcp;  /* to the peer's packet buffer */
-    weft_port_channel_dev_t pc;
-    uint64_t bytes;                 /* put size (bandwidth) */
-    uint32_t flag;                  /* first packet flag of this launch */
-    int32_t rank;                   /* 0 starts, 1 answers */
-    int32_t iters;
-    int32_t reserved;
-} weft_p2p_args_t;
+/* the argument struct is public: weft_launch_builtin callers fill it */
+#include "weft/p2p.h"
 
 WEFT_DEVICE void weft_p2p_mc_pingpong(const weft_kctx_t *k, void *args)
 {
