@@ -267,9 +267,17 @@ WEFT_API weft_status_t weft_comm_init_from_env(const weft_comm_config_t *config,
 
 /**
  * Frees the communicator. Not collective; safe after abort or errors.
- * Destroying it again returns WEFT_ERR_INVALID_ARGUMENT (the handle is
- * no longer live) and touches nothing. Any other use of a destroyed
- * communicator (or of objects made from it) is undefined.
+ * Work still queued on the communicator's streams uses its memory, so
+ * destroy first waits for it, up to the communicator's op timeout
+ * (weft_comm_config_t.op_timeout_ms); work still running then is aborted
+ * (as by weft_comm_abort) and waited for as long again. Returns WEFT_OK
+ * once everything is freed; WEFT_ERR_TIMEOUT (logged) when work still ran
+ * after the abort: the communicator's memory is then left allocated,
+ * never freed under a running kernel. Destroying it again returns
+ * WEFT_ERR_INVALID_ARGUMENT (the handle is no longer live) and touches
+ * nothing. Streams made from it may be destroyed before or after it; any
+ * other use of a destroyed communicator (or of objects made from it) is
+ * undefined.
  */
 WEFT_API weft_status_t weft_comm_destroy(weft_comm_t *comm);
 

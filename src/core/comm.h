@@ -10,6 +10,22 @@
 #include "ipc.h"
 #include "weft.h"
 
+/*
+ * The backend context a communicator shares with the streams made from it
+ * (weft_stream_create, weft_stream_wrap): streams may outlive the
+ * communicator, so the last of them to go finalises the context.
+ */
+typedef struct weft_gpu_hold {
+    pthread_mutex_t lock; /* refs, streams, and the comm field of each stream */
+    const weft_gpu_ops_t *gpu;
+    weft_gpu_ctx_t *gctx;
+    int refs;                    /* the communicator (until destroyed) and each live stream */
+    struct weft_stream *streams; /* live streams (stream.h), linked through their next */
+} weft_gpu_hold_t;
+
+/* Drops one reference to @p hold; the last finalises the context. */
+void weft_gpu_hold_put(weft_gpu_hold_t *hold);
+
 /* How a higher floor releases what it hung on a communicator (weft_comm_on_destroy). */
 typedef void (*weft_comm_release_fn_t)(weft_comm_t *comm);
 #define WEFT_COMM_MAX_RELEASE 8
@@ -20,6 +36,7 @@ struct weft_comm {
     uint8_t hostid[WEFT_HOSTID_BYTES];
     const weft_gpu_ops_t *gpu;
     weft_gpu_ctx_t *gctx;
+    weft_gpu_hold_t *hold; /* gctx, shared with this communicator's streams */
     uint64_t caps;
     weft_bootstrap_t *boot;
     weft_ipc_t *ipc;

@@ -266,6 +266,20 @@ weft_status_t weft_mem_alloc_flags(weft_comm_t *comm, size_t bytes, unsigned fla
     return WEFT_OK;
 }
 
+void weft_mem_free_all(weft_comm_t *comm)
+{
+    pthread_mutex_lock(&comm->lock);
+    while (comm->allocs) {
+        weft_alloc_rec_t *a = comm->allocs;
+        comm->allocs = a->next;
+        if (a->exported)
+            weft_ipc_withdraw(comm->ipc, a->export_id);
+        comm->gpu->mem_free(comm->gctx, &a->a);
+        free(a);
+    }
+    pthread_mutex_unlock(&comm->lock);
+}
+
 weft_status_t weft_mem_free(weft_comm_t *comm, void *ptr)
 {
     weft_status_t status;

@@ -42,6 +42,9 @@ weft_status_t weft_mem_alloc_flags(weft_comm_t *comm, size_t bytes, unsigned fla
  * cannot be shared (no log line). */
 weft_status_t weft_mem_identify(weft_comm_t *comm, const void *ptr, size_t bytes, weft_gpu_alloc_t *alloc,
                                 uint64_t *id);
+/* At destroy: frees every allocation the communicator still has
+ * (weft_mem_alloc), once nothing queued uses them. */
+void weft_mem_free_all(weft_comm_t *comm);
 /* What a network transport needs of a registration. */
 weft_net_mr_t *weft_mem_net_mr(const weft_mem_t *mem, int idx);
 const weft_net_rkey_t *weft_mem_net_rkey(const weft_mem_t *mem, int idx);

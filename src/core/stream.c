@@ -9,6 +9,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * The communicator knows its streams: weft_comm_destroy waits for the
+ * work queued on them (its kernels use its memory), and a stream that
+ * outlives the communicator keeps the backend context alive until it is
+ * destroyed itself.
+ */
+static void stream_link(weft_stream_t *st)
+{
+    weft_gpu_hold_t *h = st->comm->hold;
+    pthread_mutex_lock(&h->lock);
+    st->hold = h;
+    st->next = h->streams;
+    h->streams = st;
+    h->refs++;
+    pthread_mutex_unlock(&h->lock);
+}
+
 weft_status_t weft_stream_create(weft_comm_t *comm, weft_stream_t **out)
 {
     weft_stream_t *st;
@@ -24,6 +41,8 @@ weft_status_t weft_stream_create(weft_comm_t *comm, weft_stream_t **out)
     }
     st->comm = comm;
     status = comm->gpu->stream_create(comm->gctx, &st->s);
+    if (status == WEFT_OK)
+        stream_link(st);
     weft_comm_leave(comm);
     if (status != WEFT_OK) {
         free(st);
@@ -54,6 +73,7 @@ weft_status_t weft_stream_wrap(weft_comm_t *comm, void *native, weft_stream_t **
     st->comm = comm;
     st->s = native;
     st->borrowed = 1;
+    stream_link(st);
     *out = st;
     return WEFT_OK;
 }
@@ -66,11 +86,22 @@ int weft_stream_is_capturing(const weft_stream_t *st)
 
 weft_status_t weft_stream_destroy(weft_stream_t *st)
 {
+    weft_gpu_hold_t *h;
     if (!st)
         return WEFT_ERR_INVALID_ARGUMENT;
+    h = st->hold;
+    /* the context is alive: this stream holds a reference */
     if (!st->borrowed)
-        st->comm->gpu->stream_destroy(st->comm->gctx, st->s);
+        h->gpu->stream_destroy(h->gctx, st->s);
+    pthread_mutex_lock(&h->lock);
+    for (weft_stream_t **pp = &h->streams; *pp; pp = &(*pp)->next)
+        if (*pp == st) {
+            *pp = st->next;
+            break;
+        }
+    pthread_mutex_unlock(&h->lock);
     free(st);
+    weft_gpu_hold_put(h);
     return WEFT_OK;
 }
 

@@ -5,7 +5,9 @@
 #include "comm.h"
 
 struct weft_stream {
-    weft_comm_t *comm;
+    weft_comm_t *comm;       /* NULL once the communicator is destroyed (under hold->lock) */
+    weft_gpu_hold_t *hold;   /* the backend context; one reference is this stream's */
+    struct weft_stream *next; /* in hold->streams */
     weft_gpu_stream_t *s;
     int borrowed; /* weft_stream_wrap: the runtime stream is the caller's */
 };
