@@ -21,45 +21,61 @@
 static weft_unique_id_t id;
 static volatile int *done_flag; /* shared by the forked ranks: rank 0 has destroyed */
 
-static int setup(int rank, int nranks, weft_comm_t **comm, weft_stream_t **stream, float **in, float **out)
+typedef struct {
+    weft_comm_t *comm;
+    weft_stream_t *stream;
+    float *in, *out;
+} job_t;
+
+/* A communicator with a stream, and one allreduce run to completion
+ * (the first collective sets up, collectively, on the host). */
+static int setup(int rank, int nranks, job_t *j)
 {
     weft_comm_config_t cfg = WEFT_COMM_CONFIG_INIT;
     cfg.op_timeout_ms = OP_TIMEOUT_MS;
     cfg.device_timeout_ms = 120000; /* the kernel alone would wait far longer than the test */
-    if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, &cfg, comm) != WEFT_OK ||
-        weft_stream_create(*comm, stream) != WEFT_OK)
+    if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, &cfg, &j->comm) != WEFT_OK ||
+        weft_stream_create(j->comm, &j->stream) != WEFT_OK)
         return rank_fail("init: %s", weft_get_last_error());
-    *in = malloc(COUNT * sizeof(float));
-    *out = malloc(COUNT * sizeof(float));
-    if (!*in || !*out)
+    j->in = malloc(COUNT * sizeof(float));
+    j->out = malloc(COUNT * sizeof(float));
+    if (!j->in || !j->out)
         return rank_fail("out of memory");
     for (unsigned i = 0; i < COUNT; i++)
-        (*in)[i] = (float)(rank + 1) + (float)(i % 7);
-    /* the first collective sets up (collectively, on the host): done here */
+        j->in[i] = (float)(rank + 1) + (float)(i % 7);
     rank_step("warm-up allreduce");
-    if (weft_allreduce(*in, *out, COUNT, WEFT_FLOAT32, WEFT_SUM, *comm, *stream) != WEFT_OK ||
-        weft_stream_synchronize(*stream) != WEFT_OK)
+    if (weft_allreduce(j->in, j->out, COUNT, WEFT_FLOAT32, WEFT_SUM, j->comm, j->stream) != WEFT_OK ||
+        weft_stream_synchronize(j->stream) != WEFT_OK)
         return rank_fail("warm-up allreduce: %s", weft_get_last_error());
+    return 0;
+}
+
+/* The stream outlives its communicator: destroying it still works. */
+static int stream_after(job_t *j)
+{
+    rank_step("destroy the stream after its communicator");
+    if (weft_stream_destroy(j->stream) != WEFT_OK)
+        return rank_fail("stream destroy after the communicator failed");
+    free(j->in);
+    free(j->out);
     return 0;
 }
 
 /* Both ranks queue an allreduce and destroy at once: destroy waits for it. */
 static int in_flight_completes(int rank, int nranks, void *arg)
 {
-    weft_comm_t *comm;
-    weft_stream_t *stream;
-    float *in, *out;
+    job_t j;
     weft_status_t status;
     long t0;
     (void)arg;
-    if (setup(rank, nranks, &comm, &stream, &in, &out))
+    if (setup(rank, nranks, &j))
         return 1;
-    memset(out, 0, COUNT * sizeof(float));
-    if (weft_allreduce(in, out, COUNT, WEFT_FLOAT32, WEFT_SUM, comm, stream) != WEFT_OK)
+    memset(j.out, 0, COUNT * sizeof(float));
+    if (weft_allreduce(j.in, j.out, COUNT, WEFT_FLOAT32, WEFT_SUM, j.comm, j.stream) != WEFT_OK)
         return rank_fail("allreduce: %s", weft_get_last_error());
     rank_step("destroy with the allreduce queued");
     t0 = now_ms();
-    status = weft_comm_destroy(comm);
+    status = weft_comm_destroy(j.comm);
     if (status != WEFT_OK)
         return rank_fail("destroy: %s: %s", weft_status_string(status), weft_get_last_error());
     if (now_ms() - t0 >= OP_TIMEOUT_MS)
@@ -68,44 +84,36 @@ static int in_flight_completes(int rank, int nranks, void *arg)
         float want = 0;
         for (int r = 0; r < nranks; r++)
             want += (float)(r + 1) + (float)(i % 7);
-        if (out[i] != want)
+        if (j.out[i] != want)
             return rank_fail("element %u is %g, not %g: the allreduce did not complete before destroy returned", i,
-                             (double)out[i], (double)want);
+                             (double)j.out[i], (double)want);
     }
-    rank_step("destroy the stream after its communicator");
-    if (weft_stream_destroy(stream) != WEFT_OK)
-        return rank_fail("stream destroy after the communicator failed");
-    free(in);
-    free(out);
-    return 0;
+    return stream_after(&j);
 }
 
 /* Rank 0 queues an allreduce rank 1 never joins, then destroys. */
 static int peer_never_arrives(int rank, int nranks, void *arg)
 {
-    weft_comm_t *comm;
-    weft_stream_t *stream;
-    float *in, *out;
+    job_t j;
     weft_status_t status;
     long t0, took;
     (void)arg;
-    if (setup(rank, nranks, &comm, &stream, &in, &out))
+    if (setup(rank, nranks, &j))
         return 1;
     if (rank != 0) {
         /* alive, but never joins: wait for rank 0 to be done */
         rank_step("waiting for rank 0's destroy");
         while (!__atomic_load_n(done_flag, __ATOMIC_ACQUIRE))
             usleep(10000);
-        weft_comm_destroy(comm);
-        weft_stream_destroy(stream);
-        return 0;
+        weft_comm_destroy(j.comm);
+        return stream_after(&j);
     }
-    if (weft_allreduce(in, out, COUNT, WEFT_FLOAT32, WEFT_SUM, comm, stream) != WEFT_OK)
+    if (weft_allreduce(j.in, j.out, COUNT, WEFT_FLOAT32, WEFT_SUM, j.comm, j.stream) != WEFT_OK)
         return rank_fail("allreduce: %s", weft_get_last_error());
     usleep(200 * 1000); /* the kernel is waiting for rank 1 by now */
     rank_step("destroy with an allreduce rank 1 never joins");
     t0 = now_ms();
-    status = weft_comm_destroy(comm);
+    status = weft_comm_destroy(j.comm);
     took = now_ms() - t0;
     __atomic_store_n(done_flag, 1, __ATOMIC_RELEASE);
     if (status != WEFT_OK)
@@ -115,12 +123,7 @@ static int peer_never_arrives(int rank, int nranks, void *arg)
                          took, OP_TIMEOUT_MS);
     if (!strstr(weft_get_last_error(), "rank 0: weft_comm_destroy: work on 1 stream still running"))
         return rank_fail("destroy did not say what it aborted: \"%s\"", weft_get_last_error());
-    rank_step("destroy the stream after its communicator");
-    if (weft_stream_destroy(stream) != WEFT_OK)
-        return rank_fail("stream destroy after the communicator failed");
-    free(in);
-    free(out);
-    return 0;
+    return stream_after(&j);
 }
 
 int main(void)
