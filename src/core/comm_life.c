@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 /* Every integer parameter set in the environment parses and lies in its
@@ -418,22 +417,15 @@ weft_status_t weft_comm_init_from_env(const weft_comm_config_t *config, weft_com
     return status;
 }
 
-static long clock_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
  * Waits until no stream of @p comm has queued work left, polling up to
  * @p ms milliseconds. Returns how many streams were still busy. A stream
  * that cannot be queried (an error of the runtime, a capture under way)
  * counts as idle: nothing of it is known to run.
  */
-static int streams_drain(weft_comm_t *comm, long ms)
+static int streams_drain(weft_comm_t *comm, int ms)
 {
-    long deadline = clock_ms() + ms;
+    uint64_t deadline = weft_deadline_ms(ms);
     int busy;
     for (;;) {
         busy = 0;
@@ -442,7 +434,7 @@ static int streams_drain(weft_comm_t *comm, long ms)
             if (st->comm == comm && comm->gpu->stream_query(comm->gctx, st->s) == WEFT_INPROGRESS)
                 busy++;
         pthread_mutex_unlock(&comm->hold->lock);
-        if (busy == 0 || clock_ms() >= deadline)
+        if (busy == 0 || weft_ms_left(deadline) == 0)
             return busy;
         usleep(1000);
     }

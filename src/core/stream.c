@@ -90,10 +90,13 @@ weft_status_t weft_stream_destroy(weft_stream_t *st)
     if (!st)
         return WEFT_ERR_INVALID_ARGUMENT;
     h = st->hold;
-    /* the context is alive: this stream holds a reference */
+    /* The context is alive: this stream holds a reference. The lock is
+     * held across the runtime's destroy (which may wait for queued work):
+     * weft_comm_destroy, polling the streams under it, never sees one half
+     * destroyed, and never sees one gone whose work still runs. */
+    pthread_mutex_lock(&h->lock);
     if (!st->borrowed)
         h->gpu->stream_destroy(h->gctx, st->s);
-    pthread_mutex_lock(&h->lock);
     for (weft_stream_t **pp = &h->streams; *pp; pp = &(*pp)->next)
         if (*pp == st) {
             *pp = st->next;
