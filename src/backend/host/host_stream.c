@@ -2,9 +2,18 @@
  * Host backend streams. A stream is an in-order queue of operations
  * (launch, copy, event) executed by one worker thread. A launch runs each
  * block on its own thread with nthreads = 1: block 0 on the stream's
- * worker, blocks 1.. on the stream's block pool, created with the stream,
- * so a launch never creates a thread. All blocks of a launch run at once,
- * because kernel bodies may wait on each other.
+ * worker, blocks 1.. on the stream's block pool. All blocks of a launch
+ * run at once, because kernel bodies may wait on each other (grid
+ * barriers, flags one block raises for another).
+ *
+ * The pool grows to the widest launch the stream has been given, never
+ * past it: a stream that only ever runs one-block launches (every
+ * host-backend collective) has no pool thread at all, where one thread
+ * per possible block (WEFT_HOST_MAX_BLOCKS - 1) used to sleep beside each
+ * stream. The threads a launch needs are started by the call that
+ * enqueues (or records, or replays) it, before the op is queued, so the
+ * worker never creates a thread and the first launch of a new width pays
+ * for its threads once.
  *
  * Hand-off: tail (enqueuer) and completed (worker) are written under the
  * lock but also read without it (release/acquire), so that the worker and
@@ -67,8 +76,10 @@ struct weft_gpu_stream {
     pthread_t worker;
 
     /* block pool: pool[i] runs block i + 1 of the current launch; only
-     * the threads a launch needs are woken, each on its own condition */
-    unsigned npool;
+     * the threads a launch needs are woken, each on its own condition.
+     * The arrays hold cap_pool entries (the context's max_blocks - 1);
+     * npool of them are started (grown under plock by pool_grow) */
+    unsigned npool, cap_pool;
     pthread_t *pool;
     pthread_cond_t *pstart;
     pthread_mutex_t plock;
@@ -112,6 +123,7 @@ struct weft_host_graph {
     op_t *ops;
     size_t n;
     host_release_t *rel; /* run at weft_host_graph_destroy */
+    unsigned max_blocks; /* its widest launch */
 };
 
 struct weft_gpu_event {
@@ -122,6 +134,7 @@ struct weft_gpu_event {
 typedef struct {
     weft_gpu_stream_t *s;
     unsigned index;
+    uint64_t gen; /* the generation when the thread was started: launches up to it do not need it */
 } pool_arg_t;
 
 static void run_block(const op_t *op, unsigned block)
@@ -134,7 +147,7 @@ static void *pool_main(void *arg)
 {
     pool_arg_t a = *(pool_arg_t *)arg;
     weft_gpu_stream_t *s = a.s;
-    uint64_t seen = 0;
+    uint64_t seen = a.gen;
     int ran = 0;
     free(arg);
     pthread_mutex_lock(&s->plock);
@@ -263,21 +276,65 @@ static void *stream_main(void *arg)
     return NULL;
 }
 
-static void stop_pool(weft_gpu_stream_t *s, unsigned started)
+static void stop_pool(weft_gpu_stream_t *s)
 {
+    unsigned started;
     pthread_mutex_lock(&s->plock);
     __atomic_store_n(&s->pstop, 1, __ATOMIC_RELAXED); /* also polled without the lock */
-    for (unsigned i = 0; i < s->npool; i++)
+    started = s->npool;
+    for (unsigned i = 0; i < started; i++)
         pthread_cond_signal(&s->pstart[i]);
     pthread_mutex_unlock(&s->plock);
     for (unsigned i = 0; i < started; i++)
         pthread_join(s->pool[i], NULL);
 }
 
+/*
+ * Starts pool threads until the pool can run a launch of @p nblocks
+ * blocks. Called by the thread that enqueues, records or replays a launch,
+ * before the launch is queued: a thread started here takes part only in
+ * launches published after it started (pool_arg_t.gen), and every launch
+ * that needs it is one of those. Returns WEFT_ERR_INVALID_ARGUMENT past the
+ * pool's capacity, WEFT_ERR_SYSTEM (logged) if a thread cannot start; the
+ * threads started so far stay, idle.
+ */
+static weft_status_t pool_grow(weft_gpu_stream_t *s, unsigned nblocks)
+{
+    weft_status_t status = WEFT_OK;
+    unsigned need = nblocks ? nblocks - 1 : 0;
+    int rc;
+
+    if (need <= __atomic_load_n(&s->npool, __ATOMIC_ACQUIRE))
+        return WEFT_OK; /* the common case: no lock */
+    if (need > s->cap_pool)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&s->plock);
+    while (s->npool < need) {
+        pool_arg_t *a = malloc(sizeof(*a));
+        if (!a) {
+            status = WEFT_ERR_NO_MEMORY;
+            break;
+        }
+        a->s = s;
+        a->index = s->npool;
+        a->gen = s->gen;
+        s->pasleep[a->index] = 0;
+        if ((rc = pthread_create(&s->pool[a->index], NULL, pool_main, a)) != 0) {
+            free(a);
+            weft_error(WEFT_SUB_GPU, "host stream: cannot start block thread %u: %s", s->npool, strerror(rc));
+            status = WEFT_ERR_SYSTEM;
+            break;
+        }
+        /* release: pairs with the acquire above (the thread exists) */
+        __atomic_store_n(&s->npool, s->npool + 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&s->plock);
+    return status;
+}
+
 weft_status_t weft_host_stream_create(weft_gpu_ctx_t *ctx, weft_gpu_stream_t **out)
 {
     weft_gpu_stream_t *s = calloc(1, sizeof(*s));
-    unsigned i;
     int rc;
 
     if (!s)
@@ -289,34 +346,20 @@ weft_status_t weft_host_stream_create(weft_gpu_ctx_t *ctx, weft_gpu_stream_t **o
     s->sync_target = UINT64_MAX;
     pthread_mutex_init(&s->plock, NULL);
     pthread_cond_init(&s->pdone, NULL);
-    s->npool = ctx->max_blocks - 1;
-    s->pool = calloc(s->npool ? s->npool : 1, sizeof(*s->pool));
-    s->pstart = calloc(s->npool ? s->npool : 1, sizeof(*s->pstart));
-    s->pasleep = calloc(s->npool ? s->npool : 1, sizeof(*s->pasleep));
+    s->cap_pool = ctx->max_blocks - 1; /* threads start on demand (pool_grow) */
+    s->pool = calloc(s->cap_pool ? s->cap_pool : 1, sizeof(*s->pool));
+    s->pstart = calloc(s->cap_pool ? s->cap_pool : 1, sizeof(*s->pstart));
+    s->pasleep = calloc(s->cap_pool ? s->cap_pool : 1, sizeof(*s->pasleep));
     if (!s->pool || !s->pstart || !s->pasleep)
         goto err_free;
-    for (unsigned k = 0; k < s->npool; k++)
+    for (unsigned k = 0; k < s->cap_pool; k++)
         pthread_cond_init(&s->pstart[k], NULL);
-    for (i = 0; i < s->npool; i++) {
-        pool_arg_t *a = malloc(sizeof(*a));
-        if (!a)
-            goto err_pool;
-        a->s = s;
-        a->index = i;
-        if ((rc = pthread_create(&s->pool[i], NULL, pool_main, a)) != 0) {
-            free(a);
-            weft_error(WEFT_SUB_GPU, "host stream: cannot start block thread %u: %s", i, strerror(rc));
-            goto err_pool;
-        }
-    }
     if ((rc = pthread_create(&s->worker, NULL, stream_main, s)) != 0) {
         weft_error(WEFT_SUB_GPU, "host stream: cannot start its worker: %s", strerror(rc));
-        goto err_pool;
+        goto err_free;
     }
     *out = s;
     return WEFT_OK;
-err_pool:
-    stop_pool(s, i);
 err_free:
     free(s->pool);
     free(s->pstart);
@@ -333,13 +376,13 @@ weft_status_t weft_host_stream_destroy(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *s
     pthread_cond_signal(&s->work);
     pthread_mutex_unlock(&s->lock);
     pthread_join(s->worker, NULL);
-    stop_pool(s, s->npool);
+    stop_pool(s);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->work);
     pthread_cond_destroy(&s->done);
     pthread_cond_destroy(&s->space);
     pthread_mutex_destroy(&s->plock);
-    for (unsigned k = 0; k < s->npool; k++)
+    for (unsigned k = 0; k < s->cap_pool; k++)
         pthread_cond_destroy(&s->pstart[k]);
     pthread_cond_destroy(&s->pdone);
     run_releases(s->cap_rel); /* a capture never ended: no graph will run them */
@@ -470,6 +513,9 @@ weft_status_t weft_host_stream_end_capture(weft_gpu_stream_t *s, weft_host_graph
     g->n = s->cap_n;
     g->rel = s->cap_rel;
     s->cap_rel = NULL;
+    for (size_t i = 0; i < g->n; i++)
+        if (g->ops[i].kind == OP_LAUNCH && g->ops[i].nblocks > g->max_blocks)
+            g->max_blocks = g->ops[i].nblocks;
     s->cap_ops = NULL;
     s->cap_n = s->cap_cap = 0;
     *out = g;
@@ -478,8 +524,12 @@ weft_status_t weft_host_stream_end_capture(weft_gpu_stream_t *s, weft_host_graph
 
 weft_status_t weft_host_graph_launch(weft_host_graph_t *g, weft_gpu_stream_t *s)
 {
+    weft_status_t status;
     if (!g || !s || s->capturing)
         return WEFT_ERR_INVALID_ARGUMENT;
+    /* the graph may replay on another stream than it was recorded on */
+    if ((status = pool_grow(s, g->max_blocks)) != WEFT_OK)
+        return status;
     for (size_t i = 0; i < g->n; i++) {
         op_t *op = enqueue_begin(s);
         uint64_t seq = op->seq;
@@ -537,6 +587,11 @@ weft_status_t weft_host_launch(weft_gpu_ctx_t *ctx, const weft_gpu_launch_t *l, 
                    l->name ? l->name : "kernel", l->nblocks, ctx->max_blocks, l->args_size, ARGS_MAX);
         return WEFT_ERR_INVALID_ARGUMENT;
     }
+    weft_status_t status;
+    /* the threads this launch needs exist before it is queued (also when
+     * recording: a replay on this stream needs them just the same) */
+    if ((status = pool_grow(s, l->nblocks)) != WEFT_OK)
+        return status;
     op_t *op = s->capturing ? capture_next(s) : enqueue_begin(s);
     if (!op)
         return WEFT_ERR_NO_MEMORY;
