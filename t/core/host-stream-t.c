@@ -1,9 +1,15 @@
 /* Host backend streams: every block of a launch runs at once on its own
- * thread, operations on one stream run in order, events report progress. */
+ * thread, operations on one stream run in order, events report progress;
+ * a caller waiting in stream_sync runs queued ops itself, and ops still
+ * run once each, in order, when several threads synchronise at once. */
+#include "config.h"
 #include "tap/basic.h"
 #include "backend.h"
+#include "host.h"
 
+#include <pthread.h>
 #include <sched.h>
+#include <time.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +47,99 @@ static void wait_for_gate(const weft_kctx_t *k, void *a)
         sched_yield();
 }
 
+/* Records which thread ran it, and in what order, in a log. */
+typedef struct {
+    pthread_t *runner;   /* where to record the running thread */
+    int *log, *nlog;     /* the order ops ran in */
+    int index;
+    int *gate;           /* if set: wait for it to open (and say so in *started) */
+    int *started;
+} rec_args_t;
+
+static void record(const weft_kctx_t *k, void *a)
+{
+    rec_args_t *r = a;
+    if (r->gate) {
+        __atomic_store_n(r->started, 1, __ATOMIC_RELEASE);
+        while (!__atomic_load_n(r->gate, __ATOMIC_ACQUIRE))
+            sched_yield();
+    }
+    if (k->block == 0) {
+        *r->runner = pthread_self();
+        r->log[(*r->nlog)++] = r->index;
+    }
+}
+
+static void *open_gate_later(void *arg)
+{
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    __atomic_store_n((int *)arg, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+typedef struct {
+    const weft_gpu_ops_t *ops;
+    weft_gpu_ctx_t *ctx;
+    weft_gpu_stream_t *s;
+    int *stop;
+} syncer_t;
+
+static void *sync_repeatedly(void *arg)
+{
+    syncer_t *y = arg;
+    while (!__atomic_load_n(y->stop, __ATOMIC_ACQUIRE))
+        y->ops->stream_sync(y->ctx, y->s);
+    return NULL;
+}
+
+#define NREC 2000
+
+/* One thread queues NREC ops (launches of 1 to 3 blocks, every tenth a
+ * copy) while two others synchronise over and over: 1 if each ran once,
+ * in order. *by_syncers counts the launches a synchronising thread ran. */
+static int concurrent_syncs(const weft_gpu_ops_t *ops, weft_gpu_ctx_t *ctx, int *by_syncers)
+{
+    static rec_args_t args[NREC];
+    static pthread_t runner[NREC];
+    static int log[NREC];
+    static char src[NREC], dst[NREC];
+    int nlog = 0, stop = 0, good = 1;
+    weft_gpu_stream_t *s;
+    pthread_t th[2];
+    pthread_t me = pthread_self();
+    syncer_t y;
+
+    if (ops->stream_create(ctx, &s) != WEFT_OK)
+        return 0;
+    y = (syncer_t){ops, ctx, s, &stop};
+    for (int i = 0; i < 2; i++)
+        pthread_create(&th[i], NULL, sync_repeatedly, &y);
+    memset(dst, 0, sizeof(dst));
+    for (int i = 0; i < NREC; i++) {
+        args[i] = (rec_args_t){&runner[i], log, &nlog, i, NULL, NULL};
+        src[i] = (char)(i % 100 + 1);
+        weft_gpu_launch_t l = {.name = "record", .host_fn = record, .nblocks = 1u + (unsigned)i % 3, .nthreads = 1,
+                               .args = &args[i], .args_size = sizeof(args[i])};
+        good &= ops->launch(ctx, &l, s) == WEFT_OK;
+        if (i % 10 == 9)
+            good &= ops->memcpy_async(ctx, dst + i - 9, src + i - 9, 10, s) == WEFT_OK;
+    }
+    ops->stream_sync(ctx, s);
+    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    good &= nlog == NREC && memcmp(src, dst, NREC) == 0;
+    *by_syncers = 0;
+    for (int i = 0; i < NREC && good; i++) {
+        good &= log[i] == i;
+        *by_syncers += pthread_equal(runner[i], th[0]) || pthread_equal(runner[i], th[1]) ||
+                       pthread_equal(runner[i], me);
+    }
+    ops->stream_destroy(ctx, s);
+    return good;
+}
+
 int main(void)
 {
     const weft_gpu_ops_t *ops = weft_gpu_find("host");
@@ -53,7 +152,7 @@ int main(void)
     weft_gpu_launch_t l = {.name = "meet", .host_fn = all_blocks_meet, .nblocks = 16, .nthreads = 1,
                            .args = &ba, .args_size = sizeof(ba)};
 
-    plan(11);
+    plan(14);
     ok(ops != NULL, "the host backend is registered");
     is_int(WEFT_OK, ops->init(0, &ctx), "it initialises");
     ok(ops->caps(ctx) & WEFT_CAP_IPC, "it can share memory between processes");
@@ -124,6 +223,44 @@ int main(void)
                ops->mc_import(ctx, (const uint8_t *)"nonsense", 8, -1, &mc) == WEFT_ERR_INVALID_ARGUMENT && mc == NULL &&
                ops->dmabuf_export(ctx, dst, 16, &fd, &off) == WEFT_ERR_UNSUPPORTED,
            "multicast with no ranks or a foreign export is refused; no dma-buf on the host");
+    }
+    {
+        /* a caller in stream_sync runs what is queued behind the op the
+         * worker runs: with a budget of 2 s it stays awake (a helper)
+         * while the worker's op waits 20 ms for its gate */
+        int gate = 0, started = 0, log[11], nlog = 0, mine = 0;
+        pthread_t runner[11], opener;
+        rec_args_t ra[11];
+        weft_host_spin_init(2L * 1000 * 1000 * 1000);
+        for (int i = 0; i < 11; i++) {
+            ra[i] = (rec_args_t){&runner[i], log, &nlog, i, i == 0 ? &gate : NULL, &started};
+            weft_gpu_launch_t rl = {.name = "record", .host_fn = record, .nblocks = 1, .nthreads = 1, .args = &ra[i],
+                                    .args_size = sizeof(ra[i])};
+            ops->launch(ctx, &rl, s);
+            if (i == 0)
+                while (!__atomic_load_n(&started, __ATOMIC_ACQUIRE)) /* the worker has it */
+                    sched_yield();
+        }
+        pthread_create(&opener, NULL, open_gate_later, &gate);
+        ops->stream_sync(ctx, s);
+        pthread_join(opener, NULL);
+        for (int i = 1; i < 11; i++)
+            mine += pthread_equal(runner[i], pthread_self());
+        ok(nlog == 11 && !pthread_equal(runner[0], pthread_self()) && mine == 10,
+           "a synchronising caller runs the ops queued behind the worker's, in order (%d ran, %d of 10 by the caller)",
+           nlog, mine);
+        weft_host_spin_init(-1);
+    }
+    {
+        int by = 0, good;
+        weft_host_spin_init(20000);
+        good = concurrent_syncs(ops, ctx, &by);
+        ok(good, "spinning: %d ops queued while two threads synchronise run once each, in order (%d by syncers)",
+           NREC, by);
+        weft_host_spin_init(0);
+        good = concurrent_syncs(ops, ctx, &by);
+        ok(good, "no spinning: the same (%d by syncers)", by);
+        weft_host_spin_init(-1);
     }
     ops->event_destroy(ctx, e);
     ops->stream_destroy(ctx, s);

@@ -70,7 +70,9 @@ struct weft_gpu_stream {
     int space_waiters, sync_waiters; /* under lock */
     uint64_t sync_target;        /* under lock: the smallest seq a sleeping sync waits for */
     op_t ops[QUEUE_LEN];         /* ring: [head, tail) */
-    uint64_t head, tail;         /* tail also read without the lock */
+    uint64_t head, tail;         /* written under the lock, also read without it */
+    int running;                 /* under lock (also polled): a thread runs the op at head */
+    int helpers;                 /* under lock (also polled): callers awake in stream_sync, who run ops */
     uint64_t submitted, completed; /* sequence numbers of ops; completed also read without the lock */
     int stop;
     pthread_t worker;
@@ -234,43 +236,89 @@ static void execute(weft_gpu_stream_t *s, const op_t *op)
     }
 }
 
+/* Under lock: may the worker run the op at head? Not while another
+ * thread runs one, nor while a caller in weft_host_stream_sync is awake to
+ * run it itself (unless the stream is stopping: then the worker drains). */
+static int worker_may_run(const weft_gpu_stream_t *s)
+{
+    return s->head != s->tail && !s->running && (s->helpers == 0 || s->stop);
+}
+
+/* The same, read without the lock by a polling worker (a hint: the worker
+ * takes the lock and asks worker_may_run before it acts). */
+static int worker_may_run_now(weft_gpu_stream_t *s)
+{
+    return __atomic_load_n(&s->head, __ATOMIC_ACQUIRE) != __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE) &&
+           !__atomic_load_n(&s->running, __ATOMIC_ACQUIRE) &&
+           (__atomic_load_n(&s->helpers, __ATOMIC_RELAXED) == 0 || __atomic_load_n(&s->stop, __ATOMIC_RELAXED));
+}
+
+/* Under lock: is there an op at head that nobody runs? */
+static int head_free(const weft_gpu_stream_t *s)
+{
+    return s->head != s->tail && !s->running;
+}
+
+/* The same without the lock (a hint, for a polling caller). */
+static int head_free_now(weft_gpu_stream_t *s)
+{
+    return __atomic_load_n(&s->head, __ATOMIC_ACQUIRE) != __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE) &&
+           !__atomic_load_n(&s->running, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Runs the op at head in the calling thread (the worker, or a caller in
+ * weft_host_stream_sync): lock held, head_free(s). `running` makes the
+ * claim exclusive, and an op is claimed only once the one before it has
+ * completed, so ops run one at a time, in order, whichever thread runs
+ * them. Returns with the lock held again and the op completed.
+ */
+static void run_head(weft_gpu_stream_t *s)
+{
+    op_t *op = &s->ops[s->head % QUEUE_LEN];
+    __atomic_store_n(&s->running, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&s->lock);
+    execute(s, op);
+    pthread_mutex_lock(&s->lock);
+    /* release: the op's effects before a poller sees it completed */
+    __atomic_store_n(&s->completed, op->seq, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->head, s->head + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->running, 0, __ATOMIC_RELEASE);
+    /* wake an enqueuer only once half the ring is free, not per op:
+     * otherwise a caller far ahead and the worker wake each other for
+     * every op */
+    if (s->space_waiters && s->tail - s->head <= QUEUE_LEN / 2)
+        pthread_cond_broadcast(&s->space);
+    if (s->sync_waiters && s->completed >= s->sync_target) {
+        s->sync_target = UINT64_MAX; /* the woken that still wait set it again */
+        pthread_cond_broadcast(&s->done);
+    }
+    if (s->worker_asleep && (worker_may_run(s) || s->stop))
+        pthread_cond_signal(&s->work); /* also: a stopping stream's last op, run by a caller */
+}
+
 static void *stream_main(void *arg)
 {
     weft_gpu_stream_t *s = arg;
     pthread_mutex_lock(&s->lock);
     for (;;) {
-        if (!s->stop && s->head == s->tail) {
+        if (!s->stop && !worker_may_run(s)) {
             /* poll a little for the next op before sleeping */
-            uint64_t head = s->head;
             pthread_mutex_unlock(&s->lock);
-            for (unsigned i = 1; __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE) == head &&
-                                 !__atomic_load_n(&s->stop, __ATOMIC_RELAXED) && weft_host_poll_step(i, POLL_SPINS);
+            for (unsigned i = 1; !worker_may_run_now(s) && !__atomic_load_n(&s->stop, __ATOMIC_RELAXED) &&
+                                 weft_host_poll_step(i, POLL_SPINS);
                  i++)
                 ;
             pthread_mutex_lock(&s->lock);
         }
-        while (!s->stop && s->head == s->tail) {
+        while (!worker_may_run(s) && !(s->stop && s->head == s->tail)) {
             s->worker_asleep = 1;
             pthread_cond_wait(&s->work, &s->lock);
             s->worker_asleep = 0;
         }
         if (s->head == s->tail && s->stop)
             break;
-        op_t *op = &s->ops[s->head % QUEUE_LEN];
-        pthread_mutex_unlock(&s->lock);
-        execute(s, op);
-        pthread_mutex_lock(&s->lock);
-        __atomic_store_n(&s->completed, op->seq, __ATOMIC_RELEASE);
-        s->head++;
-        /* wake an enqueuer only once half the ring is free, not per op:
-         * otherwise a caller far ahead and the worker wake each other for
-         * every op */
-        if (s->space_waiters && s->tail - s->head <= QUEUE_LEN / 2)
-            pthread_cond_broadcast(&s->space);
-        if (s->sync_waiters && s->completed >= s->sync_target) {
-            s->sync_target = UINT64_MAX; /* the woken that still wait set it again */
-            pthread_cond_broadcast(&s->done);
-        }
+        run_head(s);
     }
     pthread_mutex_unlock(&s->lock);
     return NULL;
@@ -417,26 +465,52 @@ static void enqueue_end(weft_gpu_stream_t *s)
     pthread_mutex_unlock(&s->lock);
 }
 
+/*
+ * Waits until every op queued before the call has completed. The waiting
+ * caller runs queued ops itself: while it is awake in here (counted in
+ * `helpers`) the worker leaves the op at head to it, so a caller that
+ * would only have waited does the work, one thread per stream is busy
+ * instead of two, and the last op needs no hand-off back to the caller.
+ * While another thread runs an op, the caller polls for it within the
+ * wait policy, then sleeps on `done`, no longer counted as a helper (the
+ * worker then runs the rest).
+ */
 weft_status_t weft_host_stream_sync(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *s)
 {
+    uint64_t target;
     (void)ctx;
     pthread_mutex_lock(&s->lock);
-    uint64_t target = s->submitted;
-    pthread_mutex_unlock(&s->lock);
-    for (unsigned i = 1;; i++) {
-        if (__atomic_load_n(&s->completed, __ATOMIC_ACQUIRE) >= target)
-            return WEFT_OK;
-        if (!weft_host_poll_step(i, POLL_SPINS))
-            break;
-    }
-    pthread_mutex_lock(&s->lock);
+    target = s->submitted;
+    __atomic_store_n(&s->helpers, s->helpers + 1, __ATOMIC_RELAXED);
     while (s->completed < target) {
+        if (head_free(s)) {
+            run_head(s);
+            continue;
+        }
+        /* another thread runs the op at head: look for its end a while */
+        pthread_mutex_unlock(&s->lock);
+        for (unsigned i = 1; __atomic_load_n(&s->completed, __ATOMIC_ACQUIRE) < target && !head_free_now(s) &&
+                             weft_host_poll_step(i, POLL_SPINS);
+             i++)
+            ;
+        pthread_mutex_lock(&s->lock);
+        if (s->completed >= target || head_free(s))
+            continue;
+        /* sleep; asleep, this caller runs nothing, so the worker must */
+        __atomic_store_n(&s->helpers, s->helpers - 1, __ATOMIC_RELAXED);
+        if (s->worker_asleep && worker_may_run(s))
+            pthread_cond_signal(&s->work);
         if (target < s->sync_target)
             s->sync_target = target;
         s->sync_waiters++;
         pthread_cond_wait(&s->done, &s->lock);
         s->sync_waiters--;
+        __atomic_store_n(&s->helpers, s->helpers + 1, __ATOMIC_RELAXED);
     }
+    __atomic_store_n(&s->helpers, s->helpers - 1, __ATOMIC_RELAXED);
+    /* ops queued after the target (by other threads) are the worker's again */
+    if (s->worker_asleep && worker_may_run(s))
+        pthread_cond_signal(&s->work);
     pthread_mutex_unlock(&s->lock);
     return WEFT_OK;
 }
