@@ -50,7 +50,7 @@ WEFT_PARAM(HOSTID, "WEFT_HOSTID", STR, "",
 WEFT_PARAM(IPC_DIR, "WEFT_IPC_DIR", STR, "",
            "directory for per-job Unix sockets (default: $XDG_RUNTIME_DIR or /tmp)")
 WEFT_PARAM(HOST_MAX_BLOCKS, "WEFT_HOST_MAX_BLOCKS", INT, "64",
-           "host backend: worker threads per communicator = most blocks one launch may have")
+           "host backend: the most blocks one launch may have (block threads start as launches need them)")
 WEFT_PARAM(HOST_SPIN_NS, "WEFT_HOST_SPIN_NS", INT, "-1",
            "host backend: how long a waiting thread spins in place before it yields, ns (-1: 20000 where the "
            "process may use 4 cores or more, else 0)")
