@@ -347,23 +347,37 @@ WEFT_COLL_OUTLINE void weft_coll_copy_v16(char *dst, const char *src, uint64_t n
         weft_coll_v16_store(dst + i * 16, weft_coll_v16_load(src + i * 16));
 }
 
-/* Copies @p bytes, any alignment, shared by this team. With a->vec and
- * pointers 16-aligned relative to each other: a bytewise head up to the
- * alignment, unrolled 16-byte vectors, a bytewise tail; otherwise (and
- * without a->vec) weft_copy, one access of the widest width in flight. */
-WEFT_DEVICE void weft_coll_copy(const weft_kctx_t *k, weft_coll_args_t *a, void *dst, const void *src, uint64_t bytes)
+/* weft_coll_copy's fast path, compiled once: with @p dst and @p src
+ * 16-aligned relative to each other, a bytewise head up to the alignment,
+ * @p u unrolled 16-byte vectors, a bytewise tail; otherwise weft_copy. */
+WEFT_COLL_OUTLINE void weft_coll_copy_fast(char *dst, const char *src, uint64_t bytes, uint64_t tid, uint64_t nt,
+                                           unsigned u)
 {
     uintptr_t d = (uintptr_t)dst, s = (uintptr_t)src;
-    uint64_t head, nv, tid = weft_coll_tid(k, a), nt = weft_coll_nt(k, a);
-    if (!a->vec || ((d ^ s) & 15) != 0 || bytes < 64) {
+    uint64_t head, nv, i;
+    if (((d ^ s) & 15) != 0 || bytes < 64) {
         weft_copy(dst, src, bytes, tid, nt);
         return;
     }
     head = (16 - (d & 15)) & 15;
     nv = (bytes - head) / 16;
-    weft_copy(dst, src, head, tid, nt);
-    weft_coll_copy_v16((char *)dst + head, (const char *)src + head, nv, tid, nt, weft_coll_unroll(a));
-    weft_copy((char *)dst + head + nv * 16, (const char *)src + head + nv * 16, bytes - head - nv * 16, tid, nt);
+    for (i = tid; i < head; i += nt)
+        dst[i] = src[i];
+    weft_coll_copy_v16(dst + head, src + head, nv, tid, nt, u);
+    for (i = head + nv * 16 + tid; i < bytes; i += nt)
+        dst[i] = src[i];
+}
+
+/* Copies @p bytes, any alignment, shared by this team: with a->vec by
+ * weft_coll_copy_fast, else by weft_copy (one access of the widest width
+ * in flight per thread). */
+WEFT_DEVICE void weft_coll_copy(const weft_kctx_t *k, weft_coll_args_t *a, void *dst, const void *src, uint64_t bytes)
+{
+    if (a->vec)
+        weft_coll_copy_fast((char *)dst, (const char *)src, bytes, weft_coll_tid(k, a), weft_coll_nt(k, a),
+                            weft_coll_unroll(a));
+    else
+        weft_copy(dst, src, bytes, weft_coll_tid(k, a), weft_coll_nt(k, a));
 }
 
 /* Bytes of one scratch region this team uses: the whole region, or the
@@ -558,8 +572,8 @@ WEFT_COLL_DEF_VRED2(i64, int64_t, WEFT_COLL_UMAX)
  * depends only on the arguments, so every thread of the team gets the
  * same. nranks <= WEFT_COLL_MAX_FAN.
  */
-WEFT_DEVICE int weft_coll_reduce_v16(const weft_kctx_t *k, weft_coll_args_t *a, char *const *dst, int ndst,
-                                     const char *const *src, uint64_t n)
+WEFT_COLL_OUTLINE int weft_coll_reduce_v16(const weft_kctx_t *k, weft_coll_args_t *a, char *const *dst, int ndst,
+                                           const char *const *src, uint64_t n)
 {
     size_t es = weft_dtype_size((weft_dtype_t)a->dtype);
     uint64_t tid = weft_coll_tid(k, a), nt = weft_coll_nt(k, a), nv, i;
