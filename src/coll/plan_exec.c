@@ -445,7 +445,8 @@ static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_
     x->args.align = plan->align;
     x->args.rank = rank;
     x->args.nranks = n;
-    x->args.sw_emulated = strcmp(comm->gpu->name, "host") == 0;
+    /* kernels on CPU threads: the host backend's emulated multicast */
+    x->args.sw_emulated = !(comm->caps & WEFT_CAP_GPU);
     x->nblocks = gpu->ntb;
     free(mch);
     *out = x;
@@ -529,7 +530,7 @@ weft_status_t weft_plan_admits(const weft_comm_t *comm, const struct weft_plan *
                 }
             }
         }
-    if (strcmp(comm->gpu->name, "host") && plan_uses(plan, is_switch_reduce) &&
+    if ((comm->caps & WEFT_CAP_GPU) && plan_uses(plan, is_switch_reduce) &&
         !weft_sc_reduces(dtype, op == WEFT_AVG ? WEFT_SUM : op)) {
         snprintf(why, len, "plan %s: the switch reduces only sums of f32, f16 and bf16", plan->name);
         return WEFT_ERR_UNSUPPORTED;
