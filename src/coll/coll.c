@@ -727,10 +727,6 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
     a.sc = (const weft_switch_channel_dev_t *)comm->coll->sc_handle.ptr;
     a.winfo_off = comm->coll->winfo_off;
     a.in_win = a.out_win = -1;
-    a.vec = (uint32_t)weft_param_int(WEFT_P_COLL_VEC);
-    a.unroll = (uint32_t)weft_param_int(WEFT_P_COLL_UNROLL);
-    a.fanout = (uint32_t)weft_param_int(WEFT_P_COLL_ZC_FANOUT);
-    a.lean = (uint32_t)weft_param_int(WEFT_P_COLL_LEAN_BARRIERS);
     /* Buffers in windows (the zero-copy bodies; aligned for their typed
      * loops): allreduce reads peers' inputs and writes their outputs; the
      * others read peers' inputs (broadcast the root's only). All-to-all

@@ -73,17 +73,6 @@ WEFT_PARAM(COLL_BLOCKS, "WEFT_COLL_BLOCKS", INT, "0",
            "blocks of every collective launch (0: the defaults: one, and WEFT_COLL_TEAM_BLOCKS for the mesh algorithms)")
 WEFT_PARAM(COLL_THREADS, "WEFT_COLL_THREADS", INT, "512",
            "GPU backends: threads of each block of a collective launch (64..1024, a multiple of 32)")
-WEFT_PARAM(COLL_VEC, "WEFT_COLL_VEC", INT, "1",
-           "1: the mesh collectives copy and reduce by 16-byte vectors in loops specialised per type and op; "
-           "0: the element loops (kept for timing side by side)")
-WEFT_PARAM(COLL_UNROLL, "WEFT_COLL_UNROLL", INT, "4",
-           "with WEFT_COLL_VEC=1: 16-byte loads each thread keeps in flight in collective copies and reductions "
-           "(1..8, taken as 1, 2, 4 or 8)")
-WEFT_PARAM(COLL_ZC_FANOUT, "WEFT_COLL_ZC_FANOUT", INT, "1",
-           "1: the zero-copy allreduce stores each reduced share straight into every rank's output; 0: into its own, "
-           "then copies it to every peer (reads the share once more per peer)")
-WEFT_PARAM(COLL_LEAN_BARRIERS, "WEFT_COLL_LEAN_BARRIERS", INT, "1",
-           "1: the staged allreduce passes two barriers a chunk instead of three (and one at the end of the call)")
 WEFT_PARAM(COLL_TEAM_BLOCKS, "WEFT_COLL_TEAM_BLOCKS", INT, "0",
            "GPU: most blocks of a mesh collective's launch, one per 64 KiB of message (each block a team of its own); "
            "0 (default): the device's multiprocessors shared among the ranks on it, at most 64")
@@ -151,10 +140,6 @@ WEFT_PARAM_RANGE(CHECK_ARGS, 0, 1, NUM)
 WEFT_PARAM_RANGE(COLL_BLOCKS, 0, 1024, NUM)
 WEFT_PARAM_RANGE(COLL_TEAM_BLOCKS, 0, 1024, NUM)
 WEFT_PARAM_RANGE(COLL_THREADS, 64, 1024, NUM)
-WEFT_PARAM_RANGE(COLL_VEC, 0, 1, NUM)
-WEFT_PARAM_RANGE(COLL_UNROLL, 1, 8, NUM)
-WEFT_PARAM_RANGE(COLL_ZC_FANOUT, 0, 1, NUM)
-WEFT_PARAM_RANGE(COLL_LEAN_BARRIERS, 0, 1, NUM)
 WEFT_PARAM_RANGE(P2P_SLOT_BYTES, 4096, 1L << 26, SIZE)
 WEFT_PARAM_RANGE(PORT_SIGNAL_STORE, 0, 1, NUM)
 WEFT_PARAM_RANGE(SAME_DEVICE_SCOPE, 0, 1, NUM)

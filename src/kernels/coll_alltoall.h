@@ -33,7 +33,7 @@ WEFT_DEVICE void weft_coll_alltoall_mesh(const weft_kctx_t *k, void *args)
 {
     weft_coll_args_t *a = (weft_coll_args_t *)args;
     weft_coll_mesh(k, a, (uint64_t)a->nranks, WEFT_COLL_ZC_INPUTS, weft_coll_stage_blocks, weft_coll_alltoall_zc,
-                   weft_coll_alltoall_chunk, 0);
+                   weft_coll_alltoall_chunk);
 }
 
 #endif

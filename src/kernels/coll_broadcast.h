@@ -42,7 +42,7 @@ WEFT_DEVICE int weft_coll_broadcast_chunk(const weft_kctx_t *k, weft_coll_args_t
 WEFT_DEVICE void weft_coll_broadcast_mesh(const weft_kctx_t *k, void *args)
 {
     weft_coll_mesh(k, (weft_coll_args_t *)args, 1, WEFT_COLL_ZC_ROOT_INPUT, weft_coll_broadcast_stage,
-                   weft_coll_broadcast_zc, weft_coll_broadcast_chunk, 0);
+                   weft_coll_broadcast_zc, weft_coll_broadcast_chunk);
 }
 
 #endif

@@ -93,14 +93,6 @@ typedef struct {
     uint64_t in_off, out_off; /* their offsets in those rows' buffers */
     uint64_t winfo_off;       /* per-block rows of 4 words in every rank's packet buffer (weft_coll_zc_agree) */
     uint64_t in_gen, out_gen; /* the rows' generations (0: windows) */
-    /* Large-message variants (WEFT_COLL_VEC, WEFT_COLL_UNROLL,
-     * WEFT_COLL_ZC_FANOUT, WEFT_COLL_LEAN_BARRIERS; 0 everywhere: the
-     * element loops and the older steps, for side-by-side timing). Every
-     * rank has the same values (parameters are the same on every rank). */
-    uint32_t vec;      /* 1: copies and reductions by 16-byte vectors, the op and type fixed outside the loop */
-    uint32_t unroll;   /* with vec: 16-byte accesses in flight per thread (1, 2, 4 or 8) */
-    uint32_t fanout;   /* 1: the zero-copy allreduce stores its reduced part straight into every output */
-    uint32_t lean;     /* 1: the staged allreduce skips the barrier at the end of each chunk (see weft_coll_mesh) */
 } weft_coll_args_t;
 
 /* Most windows a communicator has registered at once: rows [0, 32) of the
@@ -271,113 +263,9 @@ WEFT_DEVICE void weft_coll_finish_avg(const weft_kctx_t *k, weft_coll_args_t *a,
         weft_scale_elem((weft_dtype_t)a->dtype, acc + i * es, a->nranks);
 }
 
-/* ---------------------------------------------------------------- */
-/* The fast loops (a->vec): 16-byte vectors, several in flight         */
-/* ---------------------------------------------------------------- */
-
-/* 16 bytes moved by one access. On the host a struct moved with memcpy
- * (the compiler makes it one or two moves). */
-#if WEFT_ON_GPU
-typedef ulonglong2 weft_coll_v16_t;
-#define WEFT_COLL_UNROLL_ALL _Pragma("unroll")
-/* The fast loops are compiled once each and called, not inlined into
- * every body that uses them (inlined, they made ptxas take minutes). */
-#define WEFT_COLL_OUTLINE static inline __device__ __noinline__
-#else
-#define WEFT_COLL_OUTLINE static inline
-typedef struct {
-    uint64_t x, y;
-} weft_coll_v16_t;
-#define WEFT_COLL_UNROLL_ALL
-#endif
-
-/* Most 16-byte accesses in flight per thread (a->unroll's ceiling). */
-#define WEFT_COLL_UMAX 8
-
-WEFT_DEVICE weft_coll_v16_t weft_coll_v16_load(const char *p)
-{
-#if WEFT_ON_GPU
-    return *(const weft_coll_v16_t *)p;
-#else
-    weft_coll_v16_t v;
-    memcpy(&v, p, sizeof(v));
-    return v;
-#endif
-}
-
-WEFT_DEVICE void weft_coll_v16_store(char *p, weft_coll_v16_t v)
-{
-#if WEFT_ON_GPU
-    *(weft_coll_v16_t *)p = v;
-#else
-    memcpy(p, &v, sizeof(v));
-#endif
-}
-
-/* a->unroll as 1, 2, 4 or 8. */
-WEFT_DEVICE unsigned weft_coll_unroll(const weft_coll_args_t *a)
-{
-    unsigned u = a->unroll;
-    return u >= 8 ? 8 : u >= 4 ? 4 : u >= 2 ? 2 : 1;
-}
-
-/*
- * Copies @p nv 16-byte vectors, thread tid of nt, @p u (<= WEFT_COLL_UMAX)
- * loads in flight per thread: full groups of u * nt vectors, vector
- * i + j * nt of a group to thread i (every load of a warp still
- * contiguous), then the rest one at a time. The loops over j have a
- * constant trip count and a uniform guard, so on the GPU the vectors stay
- * in registers.
- */
-WEFT_COLL_OUTLINE void weft_coll_copy_v16(char *dst, const char *src, uint64_t nv, uint64_t tid, uint64_t nt, unsigned u)
-{
-    uint64_t stride = (uint64_t)u * nt, full = nv / stride * stride, i;
-    for (i = tid; i < full; i += stride) {
-        weft_coll_v16_t v[WEFT_COLL_UMAX];
-        WEFT_COLL_UNROLL_ALL
-        for (unsigned j = 0; j < WEFT_COLL_UMAX; j++)
-            if (j < u)
-                v[j] = weft_coll_v16_load(src + (i + j * nt) * 16);
-        WEFT_COLL_UNROLL_ALL
-        for (unsigned j = 0; j < WEFT_COLL_UMAX; j++)
-            if (j < u)
-                weft_coll_v16_store(dst + (i + j * nt) * 16, v[j]);
-    }
-    for (i = full + tid; i < nv; i += nt)
-        weft_coll_v16_store(dst + i * 16, weft_coll_v16_load(src + i * 16));
-}
-
-/* weft_coll_copy's fast path, compiled once: with @p dst and @p src
- * 16-aligned relative to each other, a bytewise head up to the alignment,
- * @p u unrolled 16-byte vectors, a bytewise tail; otherwise weft_copy. */
-WEFT_COLL_OUTLINE void weft_coll_copy_fast(char *dst, const char *src, uint64_t bytes, uint64_t tid, uint64_t nt,
-                                           unsigned u)
-{
-    uintptr_t d = (uintptr_t)dst, s = (uintptr_t)src;
-    uint64_t head, nv, i;
-    if (((d ^ s) & 15) != 0 || bytes < 64) {
-        weft_copy(dst, src, bytes, tid, nt);
-        return;
-    }
-    head = (16 - (d & 15)) & 15;
-    nv = (bytes - head) / 16;
-    for (i = tid; i < head; i += nt)
-        dst[i] = src[i];
-    weft_coll_copy_v16(dst + head, src + head, nv, tid, nt, u);
-    for (i = head + nv * 16 + tid; i < bytes; i += nt)
-        dst[i] = src[i];
-}
-
-/* Copies @p bytes, any alignment, shared by this team: with a->vec by
- * weft_coll_copy_fast, else by weft_copy (one access of the widest width
- * in flight per thread). */
 WEFT_DEVICE void weft_coll_copy(const weft_kctx_t *k, weft_coll_args_t *a, void *dst, const void *src, uint64_t bytes)
 {
-    if (a->vec)
-        weft_coll_copy_fast((char *)dst, (const char *)src, bytes, weft_coll_tid(k, a), weft_coll_nt(k, a),
-                            weft_coll_unroll(a));
-    else
-        weft_copy(dst, src, bytes, weft_coll_tid(k, a), weft_coll_nt(k, a));
+    weft_copy(dst, src, bytes, weft_coll_tid(k, a), weft_coll_nt(k, a));
 }
 
 /* Bytes of one scratch region this team uses: the whole region, or the
@@ -401,23 +289,6 @@ WEFT_DEVICE void weft_coll_range(const weft_kctx_t *k, const weft_coll_args_t *a
 {
     *lo = a->per_block ? total * k->block / k->nblocks : 0;
     *hi = a->per_block ? total * (k->block + 1) / k->nblocks : total;
-    /* the fast loops: teams split on multiples of 16 elements, so that
-     * each team's part of 16-aligned buffers starts 16-aligned too */
-    if (a->vec && a->per_block) {
-        *lo = k->block == 0 ? 0 : *lo / 16 * 16;
-        *hi = k->block + 1 == k->nblocks ? total : *hi / 16 * 16;
-    }
-}
-
-/* Rank @p q's share [*lo, *hi) of @p n elements, when every rank reduces
- * one share. With the fast loops the shares are cut on whole 16-byte
- * vectors (the last takes the rest), so that shares of 16-aligned
- * buffers stay 16-aligned; every rank computes the same cut. */
-WEFT_DEVICE void weft_coll_share(const weft_coll_args_t *a, uint64_t n, int q, uint64_t *lo, uint64_t *hi)
-{
-    uint64_t ve = a->vec ? 16 / weft_dtype_size((weft_dtype_t)a->dtype) : 1, nu = n / ve;
-    *lo = nu * (uint64_t)q / (uint64_t)a->nranks * ve;
-    *hi = q + 1 == a->nranks ? n : nu * (uint64_t)(q + 1) / (uint64_t)a->nranks * ve;
 }
 
 /* Most ranks whose sources one pass of weft_coll_reduce_all reads. */
@@ -444,178 +315,6 @@ WEFT_DEVICE void weft_coll_share(const weft_coll_args_t *a, uint64_t n, int q, u
     }
 
 /*
- * The fast reduction (a->vec). One function per type and op, so neither
- * is decided inside the loop: 16-byte vectors of every source, reduced in
- * rank order lane by lane, with up to a->unroll vectors of each source in
- * flight per thread, stored to each of @p ndst outputs (the zero-copy
- * allreduce writes its part into every rank's output at once; the others
- * pass one). Lanes are reduced as weft_reduce_elem does, step by step in
- * the lane's own type (bfloat16 through float, rounded at each
- * step), and AVG divides in the register before the store, as
- * weft_scale_elem would after it, so the results are the element loops'
- * bit for bit. Vector i + j * nt of a group of u * nt goes to thread i
- * (see weft_coll_copy_v16); the rest one at a time. A thread reads every
- * source of its vectors before it stores any, so an output that is also
- * a source (in place) is safe: no other thread touches those bytes.
- */
-#define WEFT_COLL_OP_SUM(X, Y) ((X) + (Y))
-#define WEFT_COLL_OP_PROD(X, Y) ((X) * (Y))
-#define WEFT_COLL_OP_MIN(X, Y) ((Y) < (X) ? (Y) : (X))
-#define WEFT_COLL_OP_MAX(X, Y) ((Y) > (X) ? (Y) : (X))
-#define WEFT_COLL_AS_IS(X) (X)
-
-#define WEFT_COLL_DEF_VRED(NAME, T, C, TO, FROM, OP, UM)                                                            \
-    WEFT_COLL_OUTLINE void NAME(char *const *dst, int ndst, const char *const *src, int nsrc, uint64_t nv,           \
-                                uint64_t tid, uint64_t nt, unsigned u, int avg)                                    \
-    {                                                                                                              \
-        typedef union {                                                                                            \
-            weft_coll_v16_t v;                                                                                     \
-            T e[16 / sizeof(T)];                                                                                   \
-        } lanes_t;                                                                                                 \
-        uint64_t stride, full;                                                                                     \
-        u = u < (UM) ? u : (UM);                                                                                   \
-        stride = (uint64_t)u * nt;                                                                                 \
-        full = nv / stride * stride;                                           \
-        for (uint64_t i = tid; i < nv; i += i < full ? stride : nt) {                                              \
-            unsigned uu = i < full ? u : 1; /* the same for the whole team at each turn */                        \
-            lanes_t x[UM], y[UM];                                                          \
-            WEFT_COLL_UNROLL_ALL                                                                                   \
-            for (unsigned j = 0; j < (UM); j++)                                                          \
-                if (j < uu)                                                                                        \
-                    x[j].v = weft_coll_v16_load(src[0] + (i + j * nt) * 16);                                       \
-            for (int p = 1; p < nsrc; p++) {                                                                       \
-                WEFT_COLL_UNROLL_ALL                                                                               \
-                for (unsigned j = 0; j < (UM); j++)                                                      \
-                    if (j < uu)                                                                                    \
-                        y[j].v = weft_coll_v16_load(src[p] + (i + j * nt) * 16);                                   \
-                WEFT_COLL_UNROLL_ALL                                                                               \
-                for (unsigned j = 0; j < (UM); j++)                                                      \
-                    if (j < uu) {                                                                                  \
-                        WEFT_COLL_UNROLL_ALL                                                                       \
-                        for (unsigned l = 0; l < 16 / sizeof(T); l++) {                                            \
-                            C xc = TO(x[j].e[l]), yc = TO(y[j].e[l]);                                              \
-                            x[j].e[l] = (T)FROM(OP(xc, yc));                                                       \
-                        }                                                                                          \
-                    }                                                                                              \
-            }                                                                                                      \
-            if (avg) {                                                                                             \
-                WEFT_COLL_UNROLL_ALL                                                                               \
-                for (unsigned j = 0; j < (UM); j++)                                                      \
-                    if (j < uu) {                                                                                  \
-                        WEFT_COLL_UNROLL_ALL                                                                       \
-                        for (unsigned l = 0; l < 16 / sizeof(T); l++)                                              \
-                            x[j].e[l] = (T)FROM(TO(x[j].e[l]) / (C)avg);                                           \
-                    }                                                                                              \
-            }                                                                                                      \
-            for (int q = 0; q < ndst; q++) {                                                                       \
-                WEFT_COLL_UNROLL_ALL                                                                               \
-                for (unsigned j = 0; j < (UM); j++)                                                      \
-                    if (j < uu)                                                                                    \
-                        weft_coll_v16_store(dst[q] + (i + j * nt) * 16, x[j].v);                                   \
-            }                                                                                                      \
-        }                                                                                                          \
-    }
-/* the four ops of one lane type; signed integers have min and max of
- * their own and share the unsigned sum and product (the same bits). UM:
- * the most vectors in flight for the type (fewer where a vector has many
- * lanes or a lane costs conversions, to keep the code small) */
-#define WEFT_COLL_DEF_VRED4(P, T, C, TO, FROM, UM)                                                                 \
-    WEFT_COLL_DEF_VRED(weft_coll_vred_##P##_sum, T, C, TO, FROM, WEFT_COLL_OP_SUM, UM)                             \
-    WEFT_COLL_DEF_VRED(weft_coll_vred_##P##_prod, T, C, TO, FROM, WEFT_COLL_OP_PROD, UM)                           \
-    WEFT_COLL_DEF_VRED(weft_coll_vred_##P##_min, T, C, TO, FROM, WEFT_COLL_OP_MIN, UM)                             \
-    WEFT_COLL_DEF_VRED(weft_coll_vred_##P##_max, T, C, TO, FROM, WEFT_COLL_OP_MAX, UM)
-#define WEFT_COLL_DEF_VRED2(P, T, UM)                                                                              \
-    WEFT_COLL_DEF_VRED(weft_coll_vred_##P##_min, T, T, WEFT_COLL_AS_IS, WEFT_COLL_AS_IS, WEFT_COLL_OP_MIN, UM)     \
-    WEFT_COLL_DEF_VRED(weft_coll_vred_##P##_max, T, T, WEFT_COLL_AS_IS, WEFT_COLL_AS_IS, WEFT_COLL_OP_MAX, UM)
-
-WEFT_COLL_DEF_VRED4(f32, float, float, WEFT_COLL_AS_IS, WEFT_COLL_AS_IS, WEFT_COLL_UMAX)
-WEFT_COLL_DEF_VRED4(f64, double, double, WEFT_COLL_AS_IS, WEFT_COLL_AS_IS, WEFT_COLL_UMAX)
-WEFT_COLL_DEF_VRED4(bf16, weft_bf16_t, float, weft_bf16_to_f32, weft_f32_to_bf16, 2)
-WEFT_COLL_DEF_VRED4(u8, uint8_t, unsigned, WEFT_COLL_AS_IS, WEFT_COLL_AS_IS, 2)
-WEFT_COLL_DEF_VRED4(u32, uint32_t, uint32_t, WEFT_COLL_AS_IS, WEFT_COLL_AS_IS, WEFT_COLL_UMAX)
-WEFT_COLL_DEF_VRED4(u64, uint64_t, uint64_t, WEFT_COLL_AS_IS, WEFT_COLL_AS_IS, WEFT_COLL_UMAX)
-WEFT_COLL_DEF_VRED2(i8, int8_t, 2)
-WEFT_COLL_DEF_VRED2(i32, int32_t, WEFT_COLL_UMAX)
-WEFT_COLL_DEF_VRED2(i64, int64_t, WEFT_COLL_UMAX)
-
-/* Calls the op's function for lane type P (AVG: the sum, then the
- * division; @p avg_ok: AVG may use it, false for signed lanes summed as
- * unsigned); returns 0 from the caller for ops without one. Direct calls:
- * no function pointers in device code. */
-#define WEFT_COLL_VRED_ARGS dst, ndst, src, a->nranks, nv, tid, nt, weft_coll_unroll(a), a->op == WEFT_AVG ? a->nranks : 0
-#define WEFT_COLL_VRED_CALL(P, avg_ok)                                                                             \
-    switch (a->op) {                                                                                               \
-    case WEFT_AVG: if (!(avg_ok)) return 0; weft_coll_vred_##P##_sum(WEFT_COLL_VRED_ARGS); break;                   \
-    case WEFT_SUM: weft_coll_vred_##P##_sum(WEFT_COLL_VRED_ARGS); break;                                           \
-    case WEFT_PROD: weft_coll_vred_##P##_prod(WEFT_COLL_VRED_ARGS); break;                                         \
-    case WEFT_MIN: weft_coll_vred_##P##_min(WEFT_COLL_VRED_ARGS); break;                                           \
-    case WEFT_MAX: weft_coll_vred_##P##_max(WEFT_COLL_VRED_ARGS); break;                                           \
-    default: return 0;                                                                                             \
-    }
-#define WEFT_COLL_VRED_CALL_SIGNED(P, U)                                                                           \
-    switch (a->op) {                                                                                               \
-    case WEFT_SUM: weft_coll_vred_##U##_sum(WEFT_COLL_VRED_ARGS); break;                                           \
-    case WEFT_PROD: weft_coll_vred_##U##_prod(WEFT_COLL_VRED_ARGS); break;                                         \
-    case WEFT_MIN: weft_coll_vred_##P##_min(WEFT_COLL_VRED_ARGS); break;                                           \
-    case WEFT_MAX: weft_coll_vred_##P##_max(WEFT_COLL_VRED_ARGS); break;                                           \
-    default: return 0; /* AVG divides signed sums: the element loops */                                           \
-    }
-
-/*
- * Every one of the @p ndst outputs dst[q][i] = the reduction of
- * src[0][i] .. src[nranks - 1][i] in rank order, i < n, then AVG's
- * division, by the fast loops; the elements after the last whole vector
- * one by one. Returns 0, having done nothing, where they do not apply:
- * a->vec is 0, the type has no fast loop (8-bit floats and IEEE half,
- * whose conversions are software), or some pointer
- * is not 16-aligned; the caller then takes its element loops. The answer
- * depends only on the arguments, so every thread of the team gets the
- * same. nranks <= WEFT_COLL_MAX_FAN.
- */
-WEFT_COLL_OUTLINE int weft_coll_reduce_v16(const weft_kctx_t *k, weft_coll_args_t *a, char *const *dst, int ndst,
-                                           const char *const *src, uint64_t n)
-{
-    size_t es = weft_dtype_size((weft_dtype_t)a->dtype);
-    uint64_t tid = weft_coll_tid(k, a), nt = weft_coll_nt(k, a), nv, i;
-    uintptr_t bits = 0;
-    if (!a->vec || es == 0 || a->nranks > WEFT_COLL_MAX_FAN)
-        return 0;
-    for (int p = 0; p < a->nranks; p++)
-        bits |= (uintptr_t)src[p];
-    for (int q = 0; q < ndst; q++)
-        bits |= (uintptr_t)dst[q];
-    if (bits & 15)
-        return 0;
-    nv = n / (16 / es);
-    switch (a->dtype) {
-    case WEFT_FLOAT32: WEFT_COLL_VRED_CALL(f32, 1) break;
-    case WEFT_FLOAT64: WEFT_COLL_VRED_CALL(f64, 1) break;
-    case WEFT_BFLOAT16: WEFT_COLL_VRED_CALL(bf16, 1) break;
-    case WEFT_UINT8: WEFT_COLL_VRED_CALL(u8, 1) break;
-    case WEFT_UINT32: WEFT_COLL_VRED_CALL(u32, 1) break;
-    case WEFT_UINT64: WEFT_COLL_VRED_CALL(u64, 1) break;
-    case WEFT_INT8: WEFT_COLL_VRED_CALL_SIGNED(i8, u8) break;
-    case WEFT_INT32: WEFT_COLL_VRED_CALL_SIGNED(i32, u32) break;
-    case WEFT_INT64: WEFT_COLL_VRED_CALL_SIGNED(i64, u64) break;
-    default: return 0;
-    }
-    /* the elements after the last whole vector, each by one thread */
-    for (i = nv * (16 / es) + tid; i < n; i += nt) {
-        uint64_t acc = 0; /* es <= 8 */
-        for (size_t j = 0; j < es; j++)
-            ((char *)&acc)[j] = src[0][i * es + j];
-        for (int p = 1; p < a->nranks; p++)
-            weft_reduce_elem((weft_dtype_t)a->dtype, (weft_redop_t)a->op, &acc, src[p] + i * es);
-        if (a->op == WEFT_AVG)
-            weft_scale_elem((weft_dtype_t)a->dtype, &acc, a->nranks);
-        for (int q = 0; q < ndst; q++)
-            for (size_t j = 0; j < es; j++)
-                dst[q][i * es + j] = ((char *)&acc)[j];
-    }
-    return 1;
-}
-
-/*
  * dst[i] = the reduction over ranks 0..nranks-1, in rank order, of element
  * i at byte offset @p off of each rank's IN region (this team's part),
  * i < n; then AVG's division. One pass: each source is read once and dst
@@ -630,10 +329,6 @@ WEFT_DEVICE void weft_coll_reduce_from(const weft_kctx_t *k, weft_coll_args_t *a
                                        uint64_t n)
 {
     size_t es = weft_dtype_size((weft_dtype_t)a->dtype), tid = weft_coll_tid(k, a), nt = weft_coll_nt(k, a);
-    char *one[1];
-    one[0] = dst;
-    if (weft_coll_reduce_v16(k, a, one, 1, src, n))
-        return;
     switch (a->dtype) {
     case WEFT_FLOAT32: WEFT_COLL_FAN_OPS(float); break;
     case WEFT_FLOAT64: WEFT_COLL_FAN_OPS(double); break;
@@ -910,16 +605,10 @@ typedef int (*weft_coll_chunk_fn_t)(const weft_kctx_t *k, weft_coll_args_t *a, u
  * does the team's whole range and a last barrier keeps every buffer in use
  * until every rank is done with it; if only some do, those stage then and
  * everyone meets once more, so every rank passes the same barriers.
- * @p zc: what the zero-copy path needs (WEFT_COLL_ZC_*). @p lean: the
- * body's step has made its last read of every rank's IN before a barrier
- * of its own, and writes what peers read after its first barrier only
- * after the next chunk's first barrier; the barrier at the end of each
- * chunk is then skipped (one chunk in three barriers fewer), and one is
- * passed after the last chunk.
+ * @p zc: what the zero-copy path needs (WEFT_COLL_ZC_*).
  */
 WEFT_DEVICE void weft_coll_mesh(const weft_kctx_t *k, weft_coll_args_t *a, uint64_t copies, int zc,
-                                weft_coll_stage_fn_t stage, weft_coll_zc_fn_t zero_copy, weft_coll_chunk_fn_t step,
-                                int lean)
+                                weft_coll_stage_fn_t stage, weft_coll_zc_fn_t zero_copy, weft_coll_chunk_fn_t step)
 {
     uint64_t chunk = weft_coll_chunk(k, a, copies), first, end;
     const char *zin[WEFT_COLL_MAX_FAN];
@@ -948,16 +637,9 @@ WEFT_DEVICE void weft_coll_mesh(const weft_kctx_t *k, weft_coll_args_t *a, uint6
             if (weft_coll_barrier(k, a))
                 return;
         }
-        if (step(k, a, e0, ce))
-            return;
-        if (!lean && weft_coll_barrier(k, a))
+        if (step(k, a, e0, ce) || weft_coll_barrier(k, a))
             return;
     }
-    /* lean: the chunks' last barriers were skipped; one at the end keeps
-     * every rank's scratch in use until every rank is done with it, as
-     * the next call (of any body) expects */
-    if (lean)
-        weft_coll_barrier(k, a);
 }
 
 #endif

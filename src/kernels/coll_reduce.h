@@ -64,7 +64,7 @@ WEFT_DEVICE int weft_coll_reduce_chunk(const weft_kctx_t *k, weft_coll_args_t *a
 WEFT_DEVICE void weft_coll_reduce_mesh(const weft_kctx_t *k, void *args)
 {
     weft_coll_mesh(k, (weft_coll_args_t *)args, 1, WEFT_COLL_ZC_INPUTS, weft_coll_stage_chunk, weft_coll_reduce_zc,
-                   weft_coll_reduce_chunk, 0);
+                   weft_coll_reduce_chunk);
 }
 
 #endif

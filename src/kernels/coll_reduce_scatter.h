@@ -15,22 +15,11 @@ WEFT_DEVICE void weft_coll_reduce_scatter_zc(const weft_kctx_t *k, weft_coll_arg
     weft_coll_reduce_from(k, a, a->out + first * es, in, end - first);
 }
 
-/* A chunk: our block of every rank's staged chunk, reduced, copied out;
- * with the fast loops, reduced straight into the output (no copy, no
- * team sync) where it is 16-aligned. */
+/* A chunk: our block of every rank's staged chunk, reduced, copied out. */
 WEFT_DEVICE int weft_coll_reduce_scatter_chunk(const weft_kctx_t *k, weft_coll_args_t *a, uint64_t e0, uint64_t ce)
 {
     uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype);
     char *acc = weft_coll_peer_scratch(k, a, a->rank) + a->scratch_half;
-    if (a->vec && a->nranks <= WEFT_COLL_MAX_FAN) {
-        const char *src[WEFT_COLL_MAX_FAN];
-        char *dst[1];
-        for (int p = 0; p < a->nranks; p++)
-            src[p] = weft_coll_peer_scratch(k, a, p) + (uint64_t)a->rank * ce * es;
-        dst[0] = a->out + e0 * es;
-        if (weft_coll_reduce_v16(k, a, dst, 1, src, ce))
-            return 0;
-    }
     weft_coll_reduce_all(k, a, acc, (uint64_t)a->rank * ce * es, ce);
     weft_coll_sync(k, a);
     weft_coll_copy(k, a, a->out + e0 * es, acc, ce * es);
@@ -45,7 +34,7 @@ WEFT_DEVICE void weft_coll_reduce_scatter_mesh(const weft_kctx_t *k, void *args)
 {
     weft_coll_args_t *a = (weft_coll_args_t *)args;
     weft_coll_mesh(k, a, (uint64_t)a->nranks, WEFT_COLL_ZC_INPUTS, weft_coll_stage_blocks, weft_coll_reduce_scatter_zc,
-                   weft_coll_reduce_scatter_chunk, 0);
+                   weft_coll_reduce_scatter_chunk);
 }
 
 #endif
