@@ -107,7 +107,7 @@ static weft_status_t join_root(weft_bootstrap_t *b, const weft_bootstrap_args_t 
             weft_frame_t *f = weft_conn_frame(c);
             if (f->type == WEFT_MSG_ERROR) {
                 char msg[512];
-                status = weft_wire_error_decode(f, msg, sizeof(msg));
+                status = weft_conn_error_decode(f, msg, sizeof(msg));
                 weft_error(WEFT_SUB_BOOT, "bootstrap init (rank %d of %d): root at %s refused: %s",
                            b->rank, b->nranks, root_text, msg);
             } else if (f->type == WEFT_MSG_TABLE && f->len == 4 + (size_t)b->nranks * WEFT_TABLE_ENTRY_BYTES &&

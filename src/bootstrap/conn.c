@@ -1,5 +1,6 @@
 #include "config.h"
 #include "conn.h"
+#include "wire.h"
 #include "fault.h"
 #include "log.h"
 #include "param.h"
@@ -543,4 +544,38 @@ weft_status_t weft_conn_recv_fd_frame(weft_conn_t *c, uint8_t type, void *payloa
     memcpy(payload, buf + WEFT_FRAME_HDR_BYTES, len);
     *fd_out = fd;
     return WEFT_OK;
+}
+
+/* ---- ERROR frames: i32 status | message ---- */
+
+weft_status_t weft_conn_send_error(weft_conn_t *c, weft_status_t status, const char *msg)
+{
+    uint8_t head[4];
+    size_t len = strlen(msg);
+    if (len > 900)
+        len = 900;
+    weft_wire_put_u32(head, (uint32_t)(int32_t)status);
+    return weft_conn_queue(c, WEFT_MSG_ERROR, head, sizeof(head), msg, len);
+}
+
+weft_status_t weft_conn_error_decode(const weft_frame_t *f, char *msg, size_t len)
+{
+    int32_t status;
+    size_t n;
+    if (f->len < 4) {
+        snprintf(msg, len, "malformed error frame");
+        return WEFT_ERR_PROTOCOL;
+    }
+    status = (int32_t)weft_wire_get_u32(f->payload);
+    n = f->len - 4;
+    if (n >= len)
+        n = len - 1;
+    memcpy(msg, f->payload + 4, n);
+    msg[n] = '\0';
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)msg[i] < 32 || (unsigned char)msg[i] > 126)
+            msg[i] = '?';
+    if (status >= 0 || status < WEFT_ERR_INTERNAL)
+        return WEFT_ERR_REMOTE;
+    return (weft_status_t)status;
 }

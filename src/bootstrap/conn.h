@@ -122,6 +122,20 @@ int weft_conn_is_drained(weft_conn_t *c);
 /* Default per-type limits: small control frames, DATA up to the param. */
 const uint32_t *weft_conn_default_limits(void);
 
+/* Queues an ERROR frame: i32 status | message (not NUL-terminated, at
+ * most 900 bytes). */
+weft_status_t weft_conn_send_error(weft_conn_t *c, weft_status_t status, const char *msg);
+/* Decodes an ERROR payload into status and a NUL-terminated message
+ * (bytes outside printable ASCII become '?'). */
+weft_status_t weft_conn_error_decode(const weft_frame_t *f, char *msg, size_t len);
+
+/* Queues an ERROR frame: i32 status | message (not NUL-terminated, at
+ * most 900 bytes). */
+weft_status_t weft_conn_send_error(weft_conn_t *c, weft_status_t status, const char *msg);
+/* Decodes an ERROR payload into status and a NUL-terminated message
+ * (bytes outside printable ASCII become '?'). */
+weft_status_t weft_conn_error_decode(const weft_frame_t *f, char *msg, size_t len);
+
 #endif
 
 /*

@@ -50,7 +50,7 @@ static int root_running(const root_t *r)
 static void root_refuse(weft_conn_t *c, weft_status_t status, const char *why)
 {
     weft_warn(WEFT_SUB_BOOT, "bootstrap root: refusing %s: %s", c->peer, why);
-    weft_wire_send_error(c, status, why);
+    weft_conn_send_error(c, status, why);
     /* One attempt to get the ERROR out; the peer may already be gone. */
     weft_conn_progress(c, POLLOUT);
 }
@@ -111,7 +111,7 @@ static void root_send_table(root_t *r)
 
     if (!table) {
         for (int i = 0; i < r->nranks; i++)
-            weft_wire_send_error(r->ranks[i], WEFT_ERR_NO_MEMORY, "root out of memory for the table");
+            weft_conn_send_error(r->ranks[i], WEFT_ERR_NO_MEMORY, "root out of memory for the table");
     } else {
         weft_wire_put_u32(table, (uint32_t)r->nranks);
         for (int i = 0; i < r->nranks; i++)
@@ -145,7 +145,7 @@ static void root_timeout(root_t *r)
     weft_warn(WEFT_SUB_BOOT, "bootstrap root: %s", msg);
     for (int i = 0; i < r->nranks; i++)
         if (r->ranks[i]) {
-            weft_wire_send_error(r->ranks[i], WEFT_ERR_TIMEOUT, msg);
+            weft_conn_send_error(r->ranks[i], WEFT_ERR_TIMEOUT, msg);
             weft_conn_progress(r->ranks[i], POLLOUT);
         }
 }

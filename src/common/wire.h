@@ -1,10 +1,14 @@
-/* Encoding of the bootstrap frames' payloads (little-endian, fixed size). */
+/* Encoding of fixed-size payloads, little-endian: integers, and the
+ * bootstrap's REGISTER and TABLE entries (the ERROR frame, which needs a
+ * connection, is conn.h's). */
 #ifndef WEFT_WIRE_H
 #define WEFT_WIRE_H
 
+#include <stddef.h>
 #include <stdint.h>
-#include "bootstrap.h"
-#include "conn.h"
+#include "hostid.h"
+#include "sock.h"
+#include "weft.h"
 
 /* REGISTER: 0 u32 rank | 4 u32 nranks | 8 addr wire[24] | 32 hostid[16] |
  *           48 u32 pid | 52 reserved[12] */
@@ -29,10 +33,5 @@ void weft_wire_register_encode(const weft_register_t *reg, uint8_t out[WEFT_REGI
 weft_status_t weft_wire_register_decode(const uint8_t *p, size_t len, weft_register_t *reg);
 void weft_wire_table_entry(const weft_register_t *reg, uint8_t out[WEFT_TABLE_ENTRY_BYTES]);
 weft_status_t weft_wire_table_entry_decode(const uint8_t *p, weft_register_t *reg);
-
-/* ERROR frame: i32 status | message (not NUL-terminated). */
-weft_status_t weft_wire_send_error(weft_conn_t *c, weft_status_t status, const char *msg);
-/* Decodes an ERROR payload into status and a NUL-terminated message. */
-weft_status_t weft_wire_error_decode(const weft_frame_t *f, char *msg, size_t len);
 
 #endif

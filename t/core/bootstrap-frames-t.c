@@ -57,7 +57,7 @@ static outcome_t await_close(weft_conn_t *c)
         weft_frame_t *f = weft_conn_frame(c);
         if (f->type == WEFT_MSG_ERROR) {
             o.got_error = 1;
-            weft_wire_error_decode(f, o.msg, sizeof(o.msg));
+            weft_conn_error_decode(f, o.msg, sizeof(o.msg));
         }
         weft_conn_frame_done(c);
         st = weft_conn_wait(c, frame_or_fail, weft_deadline_ms(3000), -1);

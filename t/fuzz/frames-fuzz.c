@@ -16,6 +16,7 @@
  */
 #include "config.h"
 #include "fuzz.h"
+#include "conn.h"
 #include "wire.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -58,7 +59,7 @@ static void decode_frame(const weft_frame_t *f, const uint32_t *limits)
         break;
     case WEFT_MSG_ERROR: {
         char msg[256];
-        weft_status_t status = weft_wire_error_decode(f, msg, sizeof(msg));
+        weft_status_t status = weft_conn_error_decode(f, msg, sizeof(msg));
         FUZZ_CHECK(status < 0, "an ERROR frame decoded to success (%d)", status);
         FUZZ_CHECK(strlen(msg) < sizeof(msg), "ERROR: message not terminated");
         for (const char *p = msg; *p; p++)
