@@ -84,6 +84,13 @@ WEFT_API const char *weft_status_string(weft_status_t status);
  */
 WEFT_API const char *weft_get_last_error(void);
 
+/**
+ * Re-reads the log settings from the environment now: WEFT_LOG_LEVEL,
+ * WEFT_LOG_SUBSYS and WEFT_LOG_FILE, or where those are unset NCCL_DEBUG
+ * and NCCL_DEBUG_FILE (ncclResetDebugInit). Thread-safe.
+ */
+WEFT_API void weft_log_reset(void);
+
 /** Library version as WEFT_VERSION_CODE; useful against header mismatch. */
 WEFT_API weft_status_t weft_get_version(int *version);
 

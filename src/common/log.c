@@ -66,19 +66,41 @@ static void open_log_file(const char *pattern)
     log_file = fopen(path, "ae");
 }
 
-static void log_init(void)
+/* Takes the level, subsystems and file (log_lock held). Level and
+ * subsystems are atomics: weft_log_enabled reads them without the lock. */
+static void log_configure(const char *lvl, const char *subsys, const char *file)
 {
-    const char *lvl = weft_param_str(WEFT_P_LOG_LEVEL);
+    weft_log_level_t level = WEFT_LOG_WARN;
     for (int i = 0; i <= WEFT_LOG_TRACE; i++)
         if (strcasecmp(lvl, level_names[i]) == 0)
-            log_level = (weft_log_level_t)i;
-    log_subsys = parse_subsys(weft_param_str(WEFT_P_LOG_SUBSYS));
+            level = (weft_log_level_t)i;
+    __atomic_store_n(&log_level, level, __ATOMIC_RELAXED);
+    __atomic_store_n(&log_subsys, parse_subsys(subsys), __ATOMIC_RELAXED);
+    if (log_file)
+        fclose(log_file); /* writers hold log_lock too */
+    log_file = NULL;
+    if (file && *file)
+        open_log_file(file);
+}
+
+static void log_init(void)
+{
     if (gethostname(log_host, sizeof(log_host)) != 0)
         snprintf(log_host, sizeof(log_host), "?");
     log_host[sizeof(log_host) - 1] = '\0';
-    const char *file = weft_param_str(WEFT_P_LOG_FILE);
-    if (file && *file)
-        open_log_file(file);
+    pthread_mutex_lock(&log_lock);
+    log_configure(weft_param_str(WEFT_P_LOG_LEVEL), weft_param_str(WEFT_P_LOG_SUBSYS),
+                  weft_param_str(WEFT_P_LOG_FILE));
+    pthread_mutex_unlock(&log_lock);
+}
+
+void weft_log_reset(void)
+{
+    pthread_once(&log_once, log_init);
+    pthread_mutex_lock(&log_lock);
+    log_configure(weft_param_str_now(WEFT_P_LOG_LEVEL), weft_param_str_now(WEFT_P_LOG_SUBSYS),
+                  weft_param_str_now(WEFT_P_LOG_FILE));
+    pthread_mutex_unlock(&log_lock);
 }
 
 void weft_log_set_rank(int rank)
@@ -94,7 +116,8 @@ int weft_log_rank(void)
 int weft_log_enabled(weft_log_level_t level, unsigned subsys)
 {
     pthread_once(&log_once, log_init);
-    return level <= log_level && (subsys & log_subsys);
+    return level <= __atomic_load_n(&log_level, __ATOMIC_RELAXED) &&
+           (subsys & __atomic_load_n(&log_subsys, __ATOMIC_RELAXED));
 }
 
 static void log_vwrite(weft_log_level_t level, const char *fmt, va_list ap)

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static weft_param_info_t params[WEFT_P_COUNT] = {
 #define WEFT_PARAM(id, nm, ty, df, hp)                                       \
@@ -94,10 +95,40 @@ static void load(weft_param_info_t *list, size_t n)
     }
 }
 
+/* NCCL's variables that stand in for weft's where those are unset. */
+static const struct {
+    weft_param_id_t weft, nccl;
+} stand_ins[] = {{WEFT_P_LOG_LEVEL, WEFT_P_NCCL_DEBUG},
+                 {WEFT_P_LOG_FILE, WEFT_P_NCCL_DEBUG_FILE},
+                 {WEFT_P_SOCKET_IFNAME, WEFT_P_NCCL_SOCKET_IFNAME},
+                 {WEFT_P_SOCKET_FAMILY, WEFT_P_NCCL_SOCKET_FAMILY}};
+
+/* @p nccl (a stand-in's value) as @p weft's: NCCL_DEBUG's levels become
+ * weft's; NULL where it has no meaning here. */
+static const char *stand_in_value(weft_param_id_t weft, const char *nccl)
+{
+    static const struct {
+        const char *nccl, *weft;
+    } levels[] = {{"VERSION", "warn"}, {"WARN", "warn"}, {"INFO", "info"}, {"ABORT", "error"}, {"TRACE", "trace"}};
+    if (weft != WEFT_P_LOG_LEVEL)
+        return nccl;
+    for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++)
+        if (strcasecmp(nccl, levels[i].nccl) == 0)
+            return levels[i].weft;
+    return NULL;
+}
+
 static void params_load(void)
 {
     set_ranges();
     load(params, WEFT_P_COUNT);
+    for (size_t i = 0; i < sizeof(stand_ins) / sizeof(stand_ins[0]); i++) {
+        weft_param_info_t *w = &params[stand_ins[i].weft];
+        const weft_param_info_t *n = &params[stand_ins[i].nccl];
+        const char *v;
+        if (!w->from_env && n->from_env && (v = stand_in_value(stand_ins[i].weft, n->value)) != NULL)
+            w->value = v;
+    }
 }
 
 long weft_param_int(weft_param_id_t id)
@@ -142,6 +173,20 @@ const char *weft_param_env_now(weft_param_id_t id)
         return NULL;
     env = getenv(params[id].name);
     return env && *env ? env : NULL;
+}
+
+const char *weft_param_str_now(weft_param_id_t id)
+{
+    const char *env, *v;
+    if ((int)id < 0 || id >= WEFT_P_COUNT)
+        return NULL;
+    if ((env = weft_param_env_now(id)) != NULL)
+        return env;
+    for (size_t i = 0; i < sizeof(stand_ins) / sizeof(stand_ins[0]); i++)
+        if (stand_ins[i].weft == id && (env = weft_param_env_now(stand_ins[i].nccl)) != NULL &&
+            (v = stand_in_value(id, env)) != NULL)
+            return v;
+    return params[id].def;
 }
 
 void weft_param_section_add(weft_param_section_t *s)

@@ -51,6 +51,10 @@ int weft_param_parse_info(const weft_param_info_t *p, const char *s, long *out);
  * between two communicators of one process; the table's value stays as
  * first read. */
 const char *weft_param_env_now(weft_param_id_t id);
+/* What weft_param_str would give if the environment were read now: the
+ * variable, else its NCCL stand-in (NCCL_DEBUG for WEFT_LOG_LEVEL, ...),
+ * else the default (weft_log_reset). */
+const char *weft_param_str_now(weft_param_id_t id);
 
 /*
  * Parameter @p index of all (the core's in param_list.h order, then each

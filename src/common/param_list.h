@@ -117,6 +117,16 @@ WEFT_PARAM(RANK_PMIX, "PMIX_RANK", STR, "", "launcher (PMIx): this rank")
 WEFT_PARAM(NRANKS_PMIX, "PMIX_SIZE", STR, "", "launcher (PMIx): the job's ranks")
 WEFT_PARAM(RANK_SLURM, "SLURM_PROCID", STR, "", "launcher (Slurm): this rank")
 WEFT_PARAM(NRANKS_SLURM, "SLURM_NTASKS", STR, "", "launcher (Slurm): the job's ranks")
+/* NCCL's own variables stand in for weft's where those are unset
+ * (param.c, stand_ins): programs written for NCCL set them. */
+WEFT_PARAM(NCCL_DEBUG, "NCCL_DEBUG", STR, "",
+           "NCCL's log level, WEFT_LOG_LEVEL where that is unset (VERSION and WARN: warn, INFO: info, ABORT: error, "
+           "TRACE: trace)")
+WEFT_PARAM(NCCL_DEBUG_FILE, "NCCL_DEBUG_FILE", STR, "", "NCCL's log file, WEFT_LOG_FILE where that is unset")
+WEFT_PARAM(NCCL_SOCKET_IFNAME, "NCCL_SOCKET_IFNAME", STR, "",
+           "NCCL's interfaces, WEFT_SOCKET_IFNAME where that is unset")
+WEFT_PARAM(NCCL_SOCKET_FAMILY, "NCCL_SOCKET_FAMILY", STR, "",
+           "NCCL's address family, WEFT_SOCKET_FAMILY where that is unset")
 WEFT_PARAM(NCCL_NVLS_ENABLE, "NCCL_NVLS_ENABLE", STR, "",
            "NCCL's switch: 0 keeps the switch channel off whatever WEFT_NVLS_ENABLE says")
 WEFT_PARAM(XDG_RUNTIME_DIR, "XDG_RUNTIME_DIR", STR, "",

@@ -151,40 +151,9 @@ weft_status_t nccl_streams_sync(ncclComm_t comm)
 /* NCCL's environment                                                */
 /* ---------------------------------------------------------------- */
 
-/* NCCL_DEBUG's levels as WEFT_LOG_LEVEL's. */
-static const char *log_level_of(const char *nccl)
-{
-    static const struct {
-        const char *nccl, *weft;
-    } levels[] = {{"VERSION", "warn"}, {"WARN", "warn"}, {"INFO", "info"}, {"ABORT", "error"}, {"TRACE", "trace"}};
-    for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++)
-        if (strcasecmp(nccl, levels[i].nccl) == 0)
-            return levels[i].weft;
-    return NULL;
-}
-
-/*
- * The NCCL variables that mean something here become weft's, where the
- * weft variable is not set: weft reads its parameters once, at its first
- * call, so this runs before any. NCCL_NVLS_ENABLE=0 weft reads itself.
- */
-static void import_nccl_env(void)
-{
-    static const struct {
-        const char *nccl, *weft;
-    } same[] = {{"NCCL_SOCKET_IFNAME", "WEFT_SOCKET_IFNAME"},
-                {"NCCL_SOCKET_FAMILY", "WEFT_SOCKET_FAMILY"},
-                {"NCCL_DEBUG_FILE", "WEFT_LOG_FILE"}};
-    const char *v = getenv("NCCL_DEBUG"), *level;
-    if (v && (level = log_level_of(v)) != NULL)
-        setenv("WEFT_LOG_LEVEL", level, 0);
-    for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++)
-        if ((v = getenv(same[i].nccl)) != NULL && *v)
-            setenv(same[i].weft, v, 0);
-}
-
-static pthread_once_t env_once = PTHREAD_ONCE_INIT;
-#define NCCL_ENV() pthread_once(&env_once, import_nccl_env)
+/* NCCL's variables (NCCL_DEBUG, NCCL_DEBUG_FILE, NCCL_SOCKET_IFNAME,
+ * NCCL_SOCKET_FAMILY, NCCL_NVLS_ENABLE) are weft's parameter table's: they
+ * stand in for weft's own where those are unset (src/common/param.c). */
 
 /* ---------------------------------------------------------------- */
 /* Communicators                                                     */
@@ -194,7 +163,6 @@ NCCL_API ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
 {
     weft_unique_id_t wid;
     weft_status_t status;
-    NCCL_ENV();
     if (!id)
         return nccl_fail(ncclInvalidArgument, "ncclGetUniqueId: uniqueId is NULL");
     if ((status = weft_get_unique_id(&wid)) != WEFT_OK)
@@ -318,7 +286,6 @@ static ncclResult_t comm_init(ncclComm_t *out, int nranks, const ncclUniqueId *i
     ncclComm_t c;
     ncclResult_t r;
 
-    NCCL_ENV();
     if (!out)
         return nccl_fail(ncclInvalidArgument, "ncclCommInitRank: comm is NULL");
     if (nranks < 1 || rank < 0 || rank >= nranks)
@@ -1133,7 +1100,7 @@ NCCL_API ncclResult_t ncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, 
  * not set; weft reads its own table once per process. */
 NCCL_API void ncclResetDebugInit(void)
 {
-    import_nccl_env();
+    weft_log_reset();
 }
 
 /* ---------------------------------------------------------------- */

@@ -1,4 +1,6 @@
-/* The last-error message: formatting it from itself keeps it whole. */
+/* The last-error message: formatting it from itself keeps it whole. The
+ * log settings: NCCL_DEBUG stands in for an unset WEFT_LOG_LEVEL, and
+ * weft_log_reset re-reads them (ncclResetDebugInit). */
 #include "tap/basic.h"
 #include "log.h"
 
@@ -11,9 +13,25 @@ int main(void)
     char want[1024];
     char longer[600];
 
+    /* before weft reads its parameters: NCCL's level, weft's unset */
+    unsetenv("WEFT_LOG_LEVEL");
+    setenv("NCCL_DEBUG", "INFO", 1);
+    plan(10);
+    ok(weft_log_enabled(WEFT_LOG_INFO, WEFT_SUB_INIT) && !weft_log_enabled(WEFT_LOG_DEBUG, WEFT_SUB_INIT),
+       "NCCL_DEBUG=INFO stands in for an unset WEFT_LOG_LEVEL");
+    setenv("NCCL_DEBUG", "TRACE", 1);
+    ok(!weft_log_enabled(WEFT_LOG_TRACE, WEFT_SUB_INIT), "read once: a later change is not seen");
+    weft_log_reset();
+    ok(weft_log_enabled(WEFT_LOG_TRACE, WEFT_SUB_INIT), "until weft_log_reset");
+    setenv("NCCL_DEBUG", "nonsense", 1);
+    weft_log_reset();
+    ok(weft_log_enabled(WEFT_LOG_WARN, WEFT_SUB_INIT) && !weft_log_enabled(WEFT_LOG_INFO, WEFT_SUB_INIT),
+       "an NCCL_DEBUG weft does not know leaves the default (warn)");
     /* errors go to stderr; keep the TAP output readable */
+    setenv("NCCL_DEBUG", "TRACE", 1);
     setenv("WEFT_LOG_LEVEL", "none", 1);
-    plan(5);
+    weft_log_reset();
+    ok(!weft_log_enabled(WEFT_LOG_ERROR, WEFT_SUB_INIT), "WEFT_LOG_LEVEL, when set, wins over NCCL_DEBUG");
 
     weft_error_note("connect to rank %d failed: %s", 3, "connection refused");
     is_string("connect to rank 3 failed: connection refused", weft_get_last_error(), "weft_error_note records");
