@@ -946,18 +946,30 @@ weft_status_t weft_group_start(void)
     return WEFT_OK;
 }
 
+/* Leaves one level of the group (@p who: the caller, for the message):
+ * 1 with the outermost group's entries in *e and *n, which the caller
+ * frees; else 0 with *status set. */
+static int group_leave(const char *who, weft_status_t *status, group_entry_t **e, size_t *n)
+{
+    *status = WEFT_OK;
+    if (group.depth == 0) {
+        weft_error_note("%s without weft_group_start", who);
+        *status = WEFT_ERR_INVALID_ARGUMENT;
+        return 0;
+    }
+    if (--group.depth > 0)
+        return 0;
+    group_take(e, n);
+    return 1;
+}
+
 weft_status_t weft_group_end(void)
 {
     weft_status_t status;
     group_entry_t *e;
     size_t n;
-    if (group.depth == 0) {
-        weft_error_note("weft_group_end without weft_group_start");
-        return WEFT_ERR_INVALID_ARGUMENT;
-    }
-    if (--group.depth > 0)
-        return WEFT_OK;
-    group_take(&e, &n);
+    if (!group_leave("weft_group_end", &status, &e, &n))
+        return status;
     status = run_entries(e, n);
     free(e);
     return status;
@@ -970,15 +982,11 @@ int weft_group_depth(void)
 
 weft_status_t weft_group_cancel(void)
 {
+    weft_status_t status;
     group_entry_t *e;
     size_t n;
-    if (group.depth == 0) {
-        weft_error_note("weft_group_cancel without weft_group_start");
-        return WEFT_ERR_INVALID_ARGUMENT;
-    }
-    if (--group.depth > 0)
-        return WEFT_OK;
-    group_take(&e, &n);
+    if (!group_leave("weft_group_cancel", &status, &e, &n))
+        return status;
     for (size_t i = 0; i < n; i++)
         if (e[i].run)
             e[i].done(e[i].arg, WEFT_ERR_ABORTED);

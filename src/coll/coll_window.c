@@ -563,8 +563,9 @@ int weft_window_peer(const weft_comm_t *comm, const weft_comm_window_t *w, int p
 
 /* Registers [buf, buf + bytes) and shares it with the peers; where the
  * backend cannot share it, fails (this rank only); where a peer cannot
- * map it, keeps it unshared (collectives on it stage). */
-static weft_status_t reg_make(weft_comm_t *comm, void *buf, size_t bytes, uint64_t id, int cached,
+ * map it, keeps it unshared (collectives on it stage). Not @p shareable
+ * (peers on other hosts): a registration that never goes zero-copy. */
+static weft_status_t reg_make(weft_comm_t *comm, void *buf, size_t bytes, uint64_t id, int cached, int shareable,
                               weft_comm_reg_t **out)
 {
     struct weft_window_set *set = comm->windows;
@@ -584,7 +585,7 @@ static weft_status_t reg_make(weft_comm_t *comm, void *buf, size_t bytes, uint64
         free(r);
         return WEFT_ERR_NO_MEMORY;
     }
-    if ((status = weft_mem_register(comm, buf, bytes, WEFT_TRANSPORT_IPC, &r->mem)) != WEFT_OK) {
+    if (shareable && (status = weft_mem_register(comm, buf, bytes, WEFT_TRANSPORT_IPC, &r->mem)) != WEFT_OK) {
         if (!cached)
             weft_handle_take(&live_regs, r);
         free(r);
@@ -592,7 +593,8 @@ static weft_status_t reg_make(weft_comm_t *comm, void *buf, size_t bytes, uint64
     }
     r->next = set->regs;
     set->regs = r;
-    reg_share(comm, r);
+    if (shareable)
+        reg_share(comm, r);
     *out = r;
     return WEFT_OK;
 }
@@ -634,26 +636,7 @@ weft_status_t weft_comm_register(weft_comm_t *comm, void *buf, size_t bytes, wef
         return WEFT_ERR_INVALID_ARGUMENT;
     if ((status = window_set(comm, &set)) != WEFT_OK)
         return status;
-    if (!single_host_ipc(comm)) {
-        /* nothing a peer could map: a registration that never goes zero-copy */
-        weft_comm_reg_t *r = calloc(1, sizeof(*r));
-        if (!r)
-            return WEFT_ERR_NO_MEMORY;
-        r->comm = comm;
-        r->row = -1;
-        r->refs = 1;
-        r->base = buf;
-        r->bytes = bytes;
-        if (!weft_handle_add(&live_regs, r)) {
-            free(r);
-            return WEFT_ERR_NO_MEMORY;
-        }
-        r->next = set->regs;
-        set->regs = r;
-        *out = r;
-        return WEFT_OK;
-    }
-    return reg_make(comm, buf, bytes, 0, 0, out);
+    return reg_make(comm, buf, bytes, 0, 0, single_host_ipc(comm), out);
 }
 
 weft_status_t weft_comm_deregister(weft_comm_reg_t *reg)
@@ -726,7 +709,7 @@ int weft_reg_find(weft_comm_t *comm, weft_stream_t *stream, const void *ptr, siz
             weft_debug(WEFT_SUB_COLL, "registration cache: evicting %p (%zu bytes)", (void *)lru->base, lru->bytes);
             reg_release(lru);
         }
-        if (reg_make(comm, alloc.ptr, alloc.size, id, 1, &found) != WEFT_OK)
+        if (reg_make(comm, alloc.ptr, alloc.size, id, 1, 1, &found) != WEFT_OK)
             return -1;
         weft_debug(WEFT_SUB_COLL, "registration cache: %p (%zu bytes, id %llu) registered on first use, row %d",
                    alloc.ptr, alloc.size, (unsigned long long)id, found->row);

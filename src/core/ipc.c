@@ -390,25 +390,21 @@ void weft_ipc_withdraw(weft_ipc_t *ipc, uint64_t id)
     pthread_mutex_unlock(&ipc->lock);
 }
 
-weft_status_t weft_ipc_fetch(weft_ipc_t *ipc, int peer, uint64_t id, int timeout_ms, int *fd_out)
+/* A connection to @p peer's IPC service (its worker thread), ready to
+ * queue on; the errors are logged here. */
+static weft_status_t ipc_connect(weft_ipc_t *ipc, int peer, weft_conn_t **out)
 {
     struct sockaddr_un sun;
-    uint64_t deadline = weft_deadline_ms(timeout_ms);
-    uint8_t req[8], rep[4];
-    weft_conn_t *c;
-    weft_status_t status;
     char name[32];
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), got = -1;
-
+    int fd;
     memset(&sun, 0, sizeof(sun));
     sun.sun_family = AF_UNIX;
-    if (fd < 0 || !sock_path(ipc, peer, sun.sun_path, sizeof(sun.sun_path))) {
-        if (fd < 0)
-            weft_error(WEFT_SUB_IPC, "ipc: socket failed: %s", strerror(errno));
-        else
-            weft_error(WEFT_SUB_IPC, "ipc: the socket path of rank %d is too long", peer);
-        if (fd >= 0)
-            close(fd);
+    if (!sock_path(ipc, peer, sun.sun_path, sizeof(sun.sun_path))) {
+        weft_error(WEFT_SUB_IPC, "ipc: the socket path of rank %d is too long", peer);
+        return WEFT_ERR_SYSTEM;
+    }
+    if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
+        weft_error(WEFT_SUB_IPC, "ipc: socket failed: %s", strerror(errno));
         return WEFT_ERR_SYSTEM;
     }
     if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
@@ -418,9 +414,21 @@ weft_status_t weft_ipc_fetch(weft_ipc_t *ipc, int peer, uint64_t id, int timeout
     }
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     snprintf(name, sizeof(name), "rank %d (ipc)", peer);
-    c = weft_conn_new_client(fd, &ipc->auth, WEFT_PURPOSE_IPC, NULL, name, 1);
-    if (!c)
+    if (!(*out = weft_conn_new_client(fd, &ipc->auth, WEFT_PURPOSE_IPC, NULL, name, 1)))
         return WEFT_ERR_NO_MEMORY;
+    return WEFT_OK;
+}
+
+weft_status_t weft_ipc_fetch(weft_ipc_t *ipc, int peer, uint64_t id, int timeout_ms, int *fd_out)
+{
+    uint64_t deadline = weft_deadline_ms(timeout_ms);
+    uint8_t req[8], rep[4];
+    weft_conn_t *c;
+    weft_status_t status;
+    int got = -1;
+
+    if ((status = ipc_connect(ipc, peer, &c)) != WEFT_OK)
+        return status;
     /* The reply carries an fd: it must be read with recvmsg, not by the
      * connection's own reader. */
     c->manual_read = 1;
@@ -451,36 +459,16 @@ weft_status_t weft_ipc_fetch(weft_ipc_t *ipc, int peer, uint64_t id, int timeout
 
 weft_status_t weft_ipc_call(weft_ipc_t *ipc, int peer, uint32_t kind, const void *body, size_t len, int timeout_ms)
 {
-    struct sockaddr_un sun;
     uint64_t deadline = weft_deadline_ms(timeout_ms);
     uint8_t msg[4 + WEFT_IPC_CALL_MAX];
     weft_conn_t *c;
     weft_frame_t *f;
     weft_status_t status;
-    char name[32];
-    int fd;
 
     if (!ipc || len > WEFT_IPC_CALL_MAX || (!body && len))
         return WEFT_ERR_INVALID_ARGUMENT;
-    memset(&sun, 0, sizeof(sun));
-    sun.sun_family = AF_UNIX;
-    if (!sock_path(ipc, peer, sun.sun_path, sizeof(sun.sun_path))) {
-        weft_error(WEFT_SUB_IPC, "ipc: the socket path of rank %d is too long", peer);
-        return WEFT_ERR_SYSTEM;
-    }
-    if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
-        weft_error(WEFT_SUB_IPC, "ipc: socket failed: %s", strerror(errno));
-        return WEFT_ERR_SYSTEM;
-    }
-    if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
-        weft_error(WEFT_SUB_IPC, "ipc: cannot reach rank %d at %s: %s", peer, sun.sun_path, strerror(errno));
-        close(fd);
-        return WEFT_ERR_REMOTE;
-    }
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-    snprintf(name, sizeof(name), "rank %d (ipc)", peer);
-    if (!(c = weft_conn_new_client(fd, &ipc->auth, WEFT_PURPOSE_IPC, NULL, name, 1)))
-        return WEFT_ERR_NO_MEMORY;
+    if ((status = ipc_connect(ipc, peer, &c)) != WEFT_OK)
+        return status;
     weft_wire_put_u32(msg, kind);
     if (len)
         memcpy(msg + 4, body, len);
