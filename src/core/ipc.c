@@ -391,8 +391,9 @@ void weft_ipc_withdraw(weft_ipc_t *ipc, uint64_t id)
 }
 
 /* A connection to @p peer's IPC service (its worker thread), ready to
- * queue on; the errors are logged here. */
-static weft_status_t ipc_connect(weft_ipc_t *ipc, int peer, weft_conn_t **out)
+ * queue on; the errors are logged here, but for a peer that is gone
+ * (WEFT_ERR_REMOTE) when @p quiet. */
+static weft_status_t ipc_connect(weft_ipc_t *ipc, int peer, int quiet, weft_conn_t **out)
 {
     struct sockaddr_un sun;
     char name[32];
@@ -408,7 +409,8 @@ static weft_status_t ipc_connect(weft_ipc_t *ipc, int peer, weft_conn_t **out)
         return WEFT_ERR_SYSTEM;
     }
     if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
-        weft_error(WEFT_SUB_IPC, "ipc: cannot reach rank %d at %s: %s", peer, sun.sun_path, strerror(errno));
+        if (!quiet)
+            weft_error(WEFT_SUB_IPC, "ipc: cannot reach rank %d at %s: %s", peer, sun.sun_path, strerror(errno));
         close(fd);
         return WEFT_ERR_REMOTE;
     }
@@ -427,7 +429,7 @@ weft_status_t weft_ipc_fetch(weft_ipc_t *ipc, int peer, uint64_t id, int timeout
     weft_status_t status;
     int got = -1;
 
-    if ((status = ipc_connect(ipc, peer, &c)) != WEFT_OK)
+    if ((status = ipc_connect(ipc, peer, 0, &c)) != WEFT_OK)
         return status;
     /* The reply carries an fd: it must be read with recvmsg, not by the
      * connection's own reader. */
@@ -457,7 +459,8 @@ weft_status_t weft_ipc_fetch(weft_ipc_t *ipc, int peer, uint64_t id, int timeout
     return WEFT_OK;
 }
 
-weft_status_t weft_ipc_call(weft_ipc_t *ipc, int peer, uint32_t kind, const void *body, size_t len, int timeout_ms)
+static weft_status_t ipc_call(weft_ipc_t *ipc, int peer, uint32_t kind, const void *body, size_t len,
+                              int timeout_ms, int quiet)
 {
     uint64_t deadline = weft_deadline_ms(timeout_ms);
     uint8_t msg[4 + WEFT_IPC_CALL_MAX];
@@ -467,7 +470,7 @@ weft_status_t weft_ipc_call(weft_ipc_t *ipc, int peer, uint32_t kind, const void
 
     if (!ipc || len > WEFT_IPC_CALL_MAX || (!body && len))
         return WEFT_ERR_INVALID_ARGUMENT;
-    if ((status = ipc_connect(ipc, peer, &c)) != WEFT_OK)
+    if ((status = ipc_connect(ipc, peer, quiet, &c)) != WEFT_OK)
         return status;
     weft_wire_put_u32(msg, kind);
     if (len)
@@ -481,10 +484,20 @@ weft_status_t weft_ipc_call(weft_ipc_t *ipc, int peer, uint32_t kind, const void
         else
             status = (weft_status_t)(int32_t)weft_wire_get_u32(f->payload);
         weft_conn_frame_done(c);
-    } else {
+    } else if (!(quiet && status == WEFT_ERR_REMOTE)) {
         weft_error(WEFT_SUB_IPC, "ipc: call %u to rank %d failed: %s", (unsigned)kind, peer,
                    weft_status_string(status));
     }
     weft_conn_free(c);
     return status;
+}
+
+weft_status_t weft_ipc_call(weft_ipc_t *ipc, int peer, uint32_t kind, const void *body, size_t len, int timeout_ms)
+{
+    return ipc_call(ipc, peer, kind, body, len, timeout_ms, 0);
+}
+
+weft_status_t weft_ipc_tell(weft_ipc_t *ipc, int peer, uint32_t kind, const void *body, size_t len, int timeout_ms)
+{
+    return ipc_call(ipc, peer, kind, body, len, timeout_ms, 1);
 }

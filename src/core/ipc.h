@@ -49,5 +49,8 @@ void weft_ipc_set_handler(weft_ipc_t *ipc, weft_ipc_handler_fn_t fn, void *arg);
  * (WEFT_ERR_TIMEOUT after @p timeout_ms, WEFT_ERR_REMOTE: unreachable). */
 #define WEFT_IPC_CALL_MAX 1000
 weft_status_t weft_ipc_call(weft_ipc_t *ipc, int peer, uint32_t kind, const void *body, size_t len, int timeout_ms);
+/* The same for news a peer that is gone has no use for (a registration
+ * dropped while peers exit): a peer gone (WEFT_ERR_REMOTE) is not logged. */
+weft_status_t weft_ipc_tell(weft_ipc_t *ipc, int peer, uint32_t kind, const void *body, size_t len, int timeout_ms);
 
 #endif

@@ -760,7 +760,7 @@ static void push_drop(weft_comm_t *comm, int row, uint64_t gen, int upto)
     put_body(body, row, comm->rank, gen);
     for (int p = 0; p < upto; p++)
         if (p != comm->rank)
-            weft_ipc_call(comm->ipc, p, REG_DROP, body, sizeof(body), comm->op_timeout_ms);
+            weft_ipc_tell(comm->ipc, p, REG_DROP, body, sizeof(body), comm->op_timeout_ms);
 }
 
 weft_status_t weft_reg_share(weft_comm_t *comm, weft_mem_t *m, int *row_out, uint64_t *gen_out)
