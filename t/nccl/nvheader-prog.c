@@ -393,8 +393,15 @@ static int config(int rank, int nranks, void *arg)
     CHECK(r == ncclInProgress || r == ncclSuccess, "nonblocking init: %d", (int)r);
     if (!comm)
         return fails + 1;
-    EXPECT(ncclAllReduce(NULL, NULL, 0, ncclFloat, ncclSum, comm, NULL), r == ncclInProgress ? ncclInvalidUsage : ncclSuccess,
-           "a call while initialising");
+    /* while the init runs, a call is refused; the init may end between
+     * its return and this call, and then the call is taken */
+    {
+        ncclResult_t during = ncclAllReduce(NULL, NULL, 0, ncclFloat, ncclSum, comm, NULL), now = ncclInProgress;
+        EXPECT(ncclCommGetAsyncError(comm, &now), ncclSuccess, "async error");
+        CHECK(r == ncclSuccess ? during == ncclSuccess
+                               : during == ncclInvalidUsage || (during == ncclSuccess && now == ncclSuccess),
+              "a call while initialising: got %d (%s)", (int)during, ncclGetErrorString(during));
+    }
     for (long t0 = now_ms(); state == ncclInProgress && now_ms() - t0 < 30000;)
         EXPECT(ncclCommGetAsyncError(comm, &state), ncclSuccess, "async error");
     CHECK(state == ncclSuccess, "nonblocking init ended with %d", (int)state);
