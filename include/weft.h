@@ -693,6 +693,11 @@ typedef struct {
     int inplace;            /* the plan runs with recvbuf == sendbuf (as NCCL places it) */
     int packet;             /* protocol LL */
     uint64_t min_bytes, max_bytes; /* message sizes it admits (input; output for allgather) */
+    /* NULL, or why the plan can never complete whatever the message (a
+     * wait on a channel no op of the peer signals, packets read from
+     * scratch no op writes): weft_execute refuses such a plan with
+     * WEFT_ERR_INVALID_ARGUMENT before anything runs */
+    const char *never_completes;
 } weft_plan_info_t;
 
 /**

@@ -14,7 +14,8 @@ static void usage(FILE *out)
                  "  -c           every parameter with its value, origin and help\n"
                  "  -a           the collective algorithms, and the plans of WEFT_PLAN_DIR\n"
                  "  --check-plan FILE  validate an execution plan without running it (exit 0 when\n"
-                 "               valid; otherwise 1 and the JSON path of the first bad field)\n"
+                 "               valid; otherwise 1 and the JSON path of the first bad field, or of\n"
+                 "               the op that would wait forever in a plan that can never complete)\n"
                  "  --new-id     create a unique id and print its text form (for launchers:\n"
                  "               export it as WEFT_UNIQUE_ID with WEFT_ROOT=host:port)\n");
 }
@@ -91,6 +92,12 @@ static int check_plan(const char *path)
     size_range(info.min_bytes, info.max_bytes, range, sizeof(range));
     printf("%s: valid plan %s: %s, %d ranks, %s, %s, message bytes %s\n", path, info.name, info.collective,
            info.nranks, info.inplace ? "in place" : "out of place", info.packet ? "LL" : "Simple", range);
+    if (info.never_completes) {
+        /* well-formed, but no execution could end: weft_execute refuses it */
+        fprintf(stderr, "weft-info: %s: it can never complete: %s\n", path, info.never_completes);
+        weft_plan_destroy(p);
+        return 1;
+    }
     weft_plan_destroy(p);
     return 0;
 }

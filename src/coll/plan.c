@@ -917,6 +917,7 @@ static void plan_free(struct weft_plan *plan)
     free(plan->gpus);
     free(plan->name);
     free(plan->collective);
+    free(plan->never_completes);
     free(plan);
 }
 
@@ -1017,6 +1018,9 @@ static weft_status_t plan_parse(json_t *root, struct weft_plan **out)
         pidx(&gp, &garr, g);
         if ((status = parse_tbs(json_array_get(gpus, g), &gp, plan, &plan->gpus[g])) != WEFT_OK) goto err_free;
     }
+    /* a plan that can never complete loads (weft-info --check-plan and
+     * weft_plan_info say why); weft_execute refuses it */
+    plan->never_completes = weft_plan_find_stuck(plan);
     *out = plan;
     return WEFT_OK;
 
@@ -1108,6 +1112,7 @@ weft_status_t weft_plan_info(const weft_plan_t *plan, weft_plan_info_t *info)
     info->packet = plan->packet;
     info->min_bytes = plan->min_bytes;
     info->max_bytes = plan->max_bytes;
+    info->never_completes = plan->never_completes;
     return WEFT_OK;
 }
 

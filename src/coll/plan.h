@@ -173,9 +173,21 @@ struct weft_plan {
     /* executions queued (weft_execute calls that returned WEFT_OK), in
      * this process; atomic: what tests read to see a plan really ran */
     uint64_t runs;
+    /* NULL, or why the plan can never complete (plan_check.c, at load) */
+    char *never_completes;
 };
 
 const char *weft_plan_op_name(weft_plan_opcode_t code);
+
+/*
+ * plan_check.c: why @p plan can never complete whatever the message size
+ * (a wait on a channel whose paired channel no op of the peer ever
+ * signals; packets read from scratch chunks no op writes packets into),
+ * naming the JSON path of the op that would wait forever; NULL when
+ * neither holds (or memory ran out: the check then says nothing).
+ * Allocated; the caller frees it.
+ */
+char *weft_plan_find_stuck(const struct weft_plan *plan);
 
 /*
  * The chunking rule for one call of the plan on @p rank: both sizes are

@@ -485,6 +485,10 @@ static void exec_release_cb(struct weft_plan *plan)
 weft_status_t weft_plan_admits(const weft_comm_t *comm, const struct weft_plan *plan, weft_dtype_t dtype,
                                weft_redop_t op, char *why, size_t len)
 {
+    if (plan->never_completes) {
+        snprintf(why, len, "plan %s can never complete: %s", plan->name, plan->never_completes);
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
     if (plan_uses(plan, is_reducing)) {
         const weft_plan_gpu_t *gpu = &plan->gpus[comm->rank];
         for (uint32_t b = 0; b < gpu->ntb; b++)

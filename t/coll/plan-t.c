@@ -7,7 +7,9 @@
  * plans run on the multicast (the host backend's emulation; on a GPU
  * backend without multicast they must be refused with
  * WEFT_ERR_UNSUPPORTED); plans with port channels run over the proxy
- * (t/coll/plan-port-t checks their data and runs them across hosts). */
+ * (t/coll/plan-port-t checks their data and runs them across hosts); plans
+ * that can never complete (a wait no op of the plan satisfies) are refused
+ * before anything runs. */
 #include "tap/basic.h"
 #include "collref.h"
 #include "tap/job.h"
@@ -32,6 +34,7 @@ typedef struct {
     int nranks;
     char collective[32];
     int refused_mc; /* switch channels where NCCL_NVLS_ENABLE=0 keeps multicast off */
+    int stuck;      /* the plan can never complete (weft_execute must refuse it) */
     int sw;         /* the plan has switch channels */
 } job_t;
 
@@ -120,6 +123,20 @@ static int rank_main(int rank, int nranks, void *arg)
         weft_mem_free(comm, b);
         if (st != WEFT_OK && st != WEFT_ERR_UNSUPPORTED) fails += rank_fail("%s: %s", what, weft_status_string(st));
         if (st == WEFT_OK) fails += rank_fail("%s: accepted, but it cannot run here", what);
+    } else if (info.never_completes) {
+        /* a plan no execution of which could end: refused before anything
+         * runs, naming the op that would wait forever (plan_check.c) */
+        char *b;
+        weft_status_t st;
+        if (weft_mem_alloc(comm, 128 * (ic + oc) + 64, (void **)&b) != WEFT_OK) return rank_fail("alloc");
+        st = weft_execute(comm, p, b, b + 64 * ic + 64, 64 * ic, 64 * oc, WEFT_FLOAT32, WEFT_SUM, s);
+        if (st != WEFT_ERR_INVALID_ARGUMENT)
+            fails += rank_fail("%s: a plan that can never complete: %s", info.name, weft_status_string(st));
+        else if (!strstr(weft_get_last_error(), "can never complete") ||
+                 !strstr(weft_get_last_error(), "wait forever"))
+            fails += rank_fail("%s: refused without saying why: %s", info.name, weft_get_last_error());
+        if (weft_stream_synchronize(s) != WEFT_OK) fails += rank_fail("%s: the stream failed after the refusal", info.name);
+        weft_mem_free(comm, b);
     } else if (!strcmp(info.collective, "test")) {
         char *b;
         size_t bytes = 64 * (ic > oc ? ic : oc) + 64;
@@ -162,10 +179,6 @@ static const struct {
     const char *file, *why;
 } known[] = {
     {"reduce_tbg.json", "a thread-block-group reduce gives some wrong elements in small types"},
-    {"signal_wait__relaxed_signal_wait_fuse_test.json", "fused signals to one peer: the waits time out"},
-    {"signal_wait__signal_wait_fuse_test.json", "fused signals to one peer: the waits time out"},
-    {"unit_tests__reduce_copy_packet_test.json", "recpkt waits for packets no op writes"},
-    {"unit_tests__reduce_copy_send_packet_test.json", "recspkt waits for packets no op writes"},
     {"unit_tests__switch_broadcast_test.json", "switch channels over a subset of the ranks"},
     {"unit_tests__switch_reduce_test.json", "switch channels over a subset of the ranks"},
 };
@@ -216,6 +229,7 @@ int main(void)
                 if (weft_plan_load(j->path, &p) != WEFT_OK) bail("%s: %s", j->path, weft_get_last_error());
                 weft_plan_info(p, &info);
                 j->nranks = info.nranks;
+                j->stuck = info.never_completes != NULL;
                 snprintf(j->collective, sizeof(j->collective), "%s", info.collective);
                 weft_plan_destroy(p);
                 {
@@ -248,7 +262,9 @@ int main(void)
         }
         ok(run_ranks(jobs[i].nranks, 60000, rank_main, &jobs[i], &r), "%s (%s, %d ranks)%s", base,
            jobs[i].collective, jobs[i].nranks,
-           jobs[i].refused_mc ? ": refused, no multicast (NCCL_NVLS_ENABLE=0)" : "");
+           jobs[i].refused_mc ? ": refused, no multicast (NCCL_NVLS_ENABLE=0)"
+           : jobs[i].stuck    ? ": refused, it can never complete (a wait no op satisfies)"
+                              : "");
     }
     return test_done();
 }
