@@ -9,8 +9,9 @@
  * i * chunk bytes; packet ops (ppkt, rppkt, respkt, repkt, recpkt,
  * recspkt, cpkt, upkt, gstorepkt) keep their packet side at twice the
  * data offset, 8 data bytes per 16 packet bytes;
- * a thread-block group (tbg_info) splits each buffer range evenly, in
- * buffer_alignment units, among its blocks; a pipeline runs its body over
+ * a thread-block group (tbg_info) splits each chunk of an op's range
+ * evenly, in buffer_alignment units, among its blocks (weft_x_run_tbg_op);
+ * a pipeline runs its body over
  * unit_size slices. Unlike MSCCL++, reductions use the call's operation
  * (sum, prod, min, max; avg is a sum scaled at the end) in every type.
  */
@@ -545,6 +546,50 @@ WEFT_DEVICE int weft_x_run_op(const weft_kctx_t *k, const weft_exec_args_t *a, c
  * next one on the stream rewrites the plan's buffers (the copy in). A flush
  * of each channel a put without flush used, not repeated back to back.
  */
+/*
+ * An op outside a pipeline. A thread-block group splits each chunk among
+ * its blocks, not the op's whole range: chunk c's slice g goes to block g
+ * of the group whatever op covers it, so a block that reads what another
+ * op of its own block wrote (or what a peer's block of the same group
+ * position signalled) reads its own slice. Splitting a two-chunk copy by
+ * halves and a one-chunk reduce of the same bytes by halves would hand
+ * each block bytes another block wrote, unsynchronised (MSCCL++'s
+ * reduce_tbg plan does exactly that). Where every reference of the op
+ * spans the same n > 1 chunks, the op runs once per chunk, on a copy of
+ * it narrowed to that chunk; otherwise as it is.
+ */
+WEFT_DEVICE int weft_x_run_tbg_op(const weft_kctx_t *k, const weft_exec_args_t *a, const weft_xop_t *o)
+{
+    uint32_t n = 0, same = 1;
+    if (o->tbg_size > 1) {
+        for (uint32_t i = 0; i < o->nsrc; i++) {
+            if (!n) n = o->src[i].size;
+            same &= o->src[i].size == n;
+        }
+        for (uint32_t i = 0; i < o->ndst; i++) {
+            if (!n) n = o->dst[i].size;
+            same &= o->dst[i].size == n;
+        }
+    }
+    if (n > 1 && same) {
+        weft_xop_t one = *o;
+        for (uint32_t c = 0; c < n; c++) {
+            for (uint32_t i = 0; i < o->nsrc; i++) {
+                one.src[i].index = o->src[i].index + c;
+                one.src[i].size = 1;
+            }
+            for (uint32_t i = 0; i < o->ndst; i++) {
+                one.dst[i].index = o->dst[i].index + c;
+                one.dst[i].size = 1;
+            }
+            if (weft_x_run_op(k, a, &one, 0, 0))
+                return 1;
+        }
+        return 0;
+    }
+    return weft_x_run_op(k, a, o, 0, 0);
+}
+
 WEFT_DEVICE int weft_x_port_drain(const weft_kctx_t *k, const weft_exec_args_t *a, uint32_t first, uint32_t end)
 {
     int bad = 0;
@@ -590,7 +635,7 @@ WEFT_DEVICE void weft_exec_plan(const weft_kctx_t *k, void *args)
             i += o->nops;
             continue;
         }
-        if (weft_x_run_op(k, a, o, 0, 0))
+        if (weft_x_run_tbg_op(k, a, o))
             return;
     }
     if (weft_x_port_drain(k, a, first, end))

@@ -178,7 +178,6 @@ static int rank_main(int rank, int nranks, void *arg)
 static const struct {
     const char *file, *why;
 } known[] = {
-    {"reduce_tbg.json", "a thread-block-group reduce gives some wrong elements in small types"},
     {"unit_tests__switch_broadcast_test.json", "switch channels over a subset of the ranks"},
     {"unit_tests__switch_reduce_test.json", "switch channels over a subset of the ranks"},
 };
