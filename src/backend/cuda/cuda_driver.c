@@ -42,6 +42,7 @@ static void vmm_lookup(void)
                 VMM_ENTRY(unmap, "cuMemUnmap") && VMM_ENTRY(set_access, "cuMemSetAccess") &&
                 VMM_ENTRY(export_handle, "cuMemExportToShareableHandle") &&
                 VMM_ENTRY(import_handle, "cuMemImportFromShareableHandle");
+    *(void **)&vmm.retain = weft_cuda_driver_entry("cuMemRetainAllocationHandle"); /* optional */
 #undef VMM_ENTRY
 }
 

@@ -28,9 +28,13 @@ typedef struct {
     CUresult (*set_access)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
     CUresult (*export_handle)(void *, CUmemGenericAllocationHandle, CUmemAllocationHandleType, unsigned long long);
     CUresult (*import_handle)(CUmemGenericAllocationHandle *, void *, CUmemAllocationHandleType);
+    /* optional (NULL where the driver lacks it): the handle behind a mapped
+     * address, for exporting cuMem memory another allocator made */
+    CUresult (*retain)(CUmemGenericAllocationHandle *, void *);
 } weft_cuda_vmm_api_t;
 
-/* The VMM functions (looked up once), or NULL if the driver lacks any. */
+/* The VMM functions (looked up once), or NULL if the driver lacks any of
+ * the required ones. */
 const weft_cuda_vmm_api_t *weft_cuda_vmm(void);
 
 /* WEFT_OK, or logs the failed driver call @p what and maps its error. */
@@ -66,7 +70,11 @@ weft_status_t weft_cuda_mc_bind(weft_gpu_ctx_t *ctx, void *mc, int index, weft_g
 void weft_cuda_mc_release(weft_gpu_ctx_t *ctx, void *mc, weft_gpu_alloc_t *local, void *mc_ptr);
 
 /* mem_query (cuda_mem.c): an address's allocation, by the driver's pointer
- * attributes; exportable where it is runtime (legacy IPC) memory. */
+ * attributes; alloc->priv is NULL for runtime (legacy IPC) memory and
+ * &weft_cuda_foreign_mem for device memory another allocator mapped
+ * (cuMem VMM), which cuda_vmm.c's ipc_export shares as a file descriptor
+ * where its owner allowed that handle type. */
+extern const char weft_cuda_foreign_mem;
 weft_status_t weft_cuda_mem_query(weft_gpu_ctx_t *ctx, const void *ptr, weft_gpu_alloc_t *alloc, uint64_t *id);
 
 #endif

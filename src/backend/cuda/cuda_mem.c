@@ -7,11 +7,13 @@
  *
  * Exporting: memory from cudaMalloc shares through a legacy IPC handle of
  * its allocation's base (the alloc returned has no vendor handle, which is
- * what gpurt's ipc_export takes for runtime memory); cuMem VMM memory that
- * weft did not allocate has no such handle and is refused
- * (WEFT_ERR_UNSUPPORTED): its owner did not ask for a shareable handle
- * type. weft's own VMM memory (weft_mem_alloc, ncclMemAlloc) is known to
- * the core without asking the driver.
+ * what gpurt's ipc_export takes for runtime memory). Other device memory
+ * (cuMem VMM memory of another allocator: PyTorch's expandable segments,
+ * another library's cuMemCreate) is marked with weft_cuda_foreign_mem, and
+ * cuda_vmm.c's ipc_export shares the allocation behind it as a file
+ * descriptor where its owner created it with that handle type, and refuses
+ * it saying why otherwise. weft's own VMM memory (weft_mem_alloc,
+ * ncclMemAlloc) is known to the core without asking the driver.
  */
 #include "config.h"
 #include "cuda_names.h"
@@ -21,6 +23,9 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+
+/* Its address marks an allocation of another allocator (alloc->priv). */
+const char weft_cuda_foreign_mem = 0;
 
 typedef CUresult (*pointer_attribute_fn_t)(void *data, CUpointer_attribute attribute, CUdeviceptr ptr);
 static pointer_attribute_fn_t pointer_attribute;
@@ -51,12 +56,15 @@ weft_status_t weft_cuda_mem_query(weft_gpu_ctx_t *ctx, const void *ptr, weft_gpu
         pointer_attribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, p) != CUDA_SUCCESS ||
         pointer_attribute(&buffer_id, CU_POINTER_ATTRIBUTE_BUFFER_ID, p) != CUDA_SUCCESS || size == 0)
         return WEFT_ERR_NOT_FOUND;
-    if (pointer_attribute(&legacy_ipc, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, p) != CUDA_SUCCESS ||
-        !legacy_ipc)
-        return WEFT_ERR_UNSUPPORTED;
+    if (pointer_attribute(&legacy_ipc, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, p) != CUDA_SUCCESS)
+        legacy_ipc = 0;
     alloc->ptr = (void *)(uintptr_t)base;
     alloc->size = size;
-    alloc->priv = NULL; /* runtime memory: a legacy IPC handle of the base (gpurt_ipc_export) */
+    /* runtime memory: a legacy IPC handle of the base (gpurt_ipc_export);
+     * otherwise cuMem memory of another allocator, whose handle is looked
+     * up when it is exported (cuda_vmm.c), not here: this runs before every
+     * collective on an unregistered buffer (the registration cache) */
+    alloc->priv = legacy_ipc ? NULL : (void *)&weft_cuda_foreign_mem;
     *id = (uint64_t)buffer_id;
     return WEFT_OK;
 }

@@ -176,28 +176,86 @@ static weft_status_t cuda_mem_alloc(weft_gpu_ctx_t *ctx, size_t bytes, unsigned 
 }
 
 /* Our allocation or an imported mapping: kernels may still use it, and
- * unmapping under them is undefined. */
+ * unmapping under them is undefined. Another allocator's memory is never
+ * ours to unmap. */
 static weft_status_t cuda_release(weft_gpu_ctx_t *ctx, void *priv)
 {
     (void)ctx;
+    if (priv == &weft_cuda_foreign_mem)
+        return WEFT_OK;
     cudaDeviceSynchronize();
     vmm_unmap(priv);
     return WEFT_OK;
 }
 
-/* blob: u32 VMM magic | u32 reserved | u64 size; the fd goes beside it */
+/*
+ * Device memory another allocator mapped, not legacy-IPC capable (mem_query
+ * marked it): a cuMem allocation can still be shared if its owner asked for
+ * file descriptor handles (cuMemCreate's requestedHandleTypes). Its handle
+ * is retained from the address, exported, and released again at once: the
+ * fd (held by the core's fd service until the registration goes) and the
+ * owner's mapping (which the caller keeps while it is registered) hold the
+ * memory, and the peers' imports hold their own handles; nothing of the
+ * owner's is unmapped or freed. A refusal is logged as an error the first
+ * time for an address and noted after that: the registration cache asks
+ * again before each collective on such a buffer, and stages it.
+ */
+static weft_status_t foreign_refuse(const weft_gpu_alloc_t *alloc, const char *why, int drv)
+{
+    static uintptr_t last_logged; /* only a log line's dedup: a race logs twice at worst */
+    uintptr_t base = (uintptr_t)alloc->ptr;
+    const char *fmt = "cuda backend: device memory at %p (%zu bytes) cannot be shared with other processes: %s "
+                      "(driver error %d)";
+    if (__atomic_exchange_n(&last_logged, base, __ATOMIC_RELAXED) != base)
+        weft_error(WEFT_SUB_GPU, fmt, alloc->ptr, alloc->size, why, drv);
+    else
+        weft_error_note(fmt, alloc->ptr, alloc->size, why, drv);
+    return WEFT_ERR_UNSUPPORTED;
+}
+
+static weft_status_t foreign_export(const weft_gpu_alloc_t *alloc, int *fd)
+{
+    const weft_cuda_vmm_api_t *vmm = weft_cuda_vmm();
+    CUmemGenericAllocationHandle h;
+    CUresult r;
+    if (!vmm || !vmm->retain)
+        return foreign_refuse(alloc, "it is not legacy-IPC capable (cudaMalloc) and this driver has no cuMem "
+                              "VMM export", CUDA_ERROR_NOT_SUPPORTED);
+    if ((r = vmm->retain(&h, alloc->ptr)) != CUDA_SUCCESS)
+        return foreign_refuse(alloc, "it is neither cudaMalloc memory (legacy IPC) nor a cuMem allocation "
+                              "(cuMemRetainAllocationHandle failed; e.g. a cudaMallocAsync pool)", (int)r);
+    r = vmm->export_handle(fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+    vmm->release(h); /* the retained reference only: the owner's handle and mapping stay */
+    if (r != CUDA_SUCCESS)
+        return foreign_refuse(alloc, "it is a cuMem allocation created without "
+                              "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR in requestedHandleTypes "
+                              "(cuMemExportToShareableHandle failed); allocate it with that handle type, or "
+                              "with ncclMemAlloc or weft_mem_alloc", (int)r);
+    return WEFT_OK;
+}
+
+/* blob: u32 VMM magic | u32 reserved | u64 size; the fd goes beside it.
+ * The size is the mapping's (alloc->size), which the peer maps whole. */
 static weft_status_t cuda_ipc_export(weft_gpu_ctx_t *ctx, const weft_gpu_alloc_t *alloc, weft_gpu_ipc_export_t *out)
 {
-    const weft_cuda_vmm_api_t *vmm = weft_cuda_vmm(); /* non-NULL: vmm_usable passed */
+    const weft_cuda_vmm_api_t *vmm = weft_cuda_vmm(); /* non-NULL for our own: vmm_usable passed */
     const vmm_alloc_t *v = alloc->priv;
     uint32_t magic = VMM_MAGIC;
-    uint64_t size = v->size;
+    uint64_t size;
     int fd = -1;
     weft_status_t status;
     (void)ctx;
-    if ((status = weft_cuda_check(vmm->export_handle(&fd, v->handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
-                                  "cuMemExportToShareableHandle")) != WEFT_OK)
-        return status;
+    if (alloc->priv == &weft_cuda_foreign_mem) {
+        if ((status = foreign_export(alloc, &fd)) != WEFT_OK)
+            return status;
+        size = alloc->size;
+    } else {
+        if ((status = weft_cuda_check(vmm->export_handle(&fd, v->handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                                                         0),
+                                      "cuMemExportToShareableHandle")) != WEFT_OK)
+            return status;
+        size = v->size;
+    }
     memset(out, 0, sizeof(*out));
     memcpy(out->blob, &magic, 4);
     memcpy(out->blob + 8, &size, 8);
@@ -224,7 +282,11 @@ static weft_status_t cuda_ipc_import(weft_gpu_ctx_t *ctx, const uint8_t *blob, u
             close(fd);
         return WEFT_ERR_INVALID_ARGUMENT;
     }
-    if (blob_len != 16 || fd < 0 || alloc_size != size || !vmm_usable(ctx, &prop, &gran) || size % gran != 0) {
+    /* another allocator's memory is a multiple of the minimum granularity,
+     * not necessarily of the recommended one that weft allocates with */
+    if (blob_len != 16 || fd < 0 || alloc_size != size || !vmm_usable(ctx, &prop, &gran) ||
+        vmm->granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS || gran == 0 ||
+        size % gran != 0) {
         if (fd >= 0)
             close(fd);
         weft_error(WEFT_SUB_GPU, "cuda backend: a VMM export (%zu bytes, fd %d) this process cannot import", size, fd);
