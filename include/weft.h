@@ -673,6 +673,19 @@ typedef weft_status_t (*weft_group_done_fn_t)(void *arg, weft_status_t status);
  */
 WEFT_API weft_status_t weft_group_defer(weft_comm_t *comm, weft_group_run_fn_t run, weft_group_done_fn_t done,
                                         void *arg);
+/**
+ * weft_group_defer of a copy of @p arg (@p bytes): run and done get a
+ * pointer to the copy, which lives until done returns; the caller's @p arg
+ * may go as soon as this returns. The copies come from storage the thread
+ * reuses (up to 512 bytes each), so that a steady stream of deferred calls
+ * allocates nothing (what the NCCL API records each call with). @p comm,
+ * @p run, @p done or @p arg NULL, or @p bytes 0: WEFT_ERR_INVALID_ARGUMENT,
+ * nothing called. No memory for the copy: done is called with @p arg
+ * itself and WEFT_ERR_NO_MEMORY, which is returned. Otherwise as
+ * weft_group_defer. Per thread, like the group.
+ */
+WEFT_API weft_status_t weft_group_defer_copy(weft_comm_t *comm, weft_group_run_fn_t run, weft_group_done_fn_t done,
+                                             void *arg, size_t bytes);
 WEFT_API weft_status_t weft_send(const void *buf, size_t count, weft_dtype_t dtype, int peer, weft_comm_t *comm,
                                  weft_stream_t *stream);
 WEFT_API weft_status_t weft_recv(void *buf, size_t count, weft_dtype_t dtype, int peer, weft_comm_t *comm,

@@ -17,6 +17,10 @@ void weft_coll_ctx_destroy(weft_comm_t *comm);
  * launch (t/coll/replay-t). */
 weft_status_t weft_coll_replay_last(weft_comm_t *comm, weft_stream_t *stream);
 
+/* coll_p2p.c: how many heap allocations the group recorder has made in
+ * this process (entry arrays, argument copies, large groups' scratch): a
+ * thread's steady stream of groups of deferred calls makes none (tests). */
+uint64_t weft_group_allocs(void);
 /* coll_p2p.c: releases the send/recv links. */
 void weft_p2p_ctx_destroy(weft_comm_t *comm);
 /* The bytes of @p comm's capture arenas, and of those held by captured

@@ -44,6 +44,7 @@
 #include "semaphore.h"
 #include "util.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -717,20 +718,119 @@ typedef struct {
     weft_group_run_fn_t run;
     weft_group_done_fn_t done;
     void *arg;
+    int copied; /* arg is a recycled copy (weft_group_defer_copy), released after done */
 } group_entry_t;
 
+/*
+ * Nothing here allocates per call once a thread has run a group or two:
+ * the recorder's entry arrays are kept across groups (the one recording,
+ * and one spare for the group a share opens inside the outer one), and
+ * the argument copies of weft_group_defer_copy come from a per-thread free
+ * list of fixed-size blocks, returned there after done. Blocks released
+ * by another thread (a share's, in groups that span communicators) join
+ * that thread's list; a thread's list is freed when it exits.
+ */
 static __thread struct {
     int depth;
     group_entry_t *e;
     size_t n, cap;
+    group_entry_t *spare; /* an array kept for the next group */
+    size_t spare_cap;
 } group;
+
+/* Heap allocations the recorder made (weft_group_allocs: tests). */
+static uint64_t group_nallocs;
+
+static void *group_alloc(size_t bytes)
+{
+    __atomic_add_fetch(&group_nallocs, 1, __ATOMIC_RELAXED);
+    return malloc(bytes);
+}
+
+uint64_t weft_group_allocs(void)
+{
+    return __atomic_load_n(&group_nallocs, __ATOMIC_RELAXED);
+}
+
+#define ARG_BLOCK 512      /* bytes of argument a recycled block holds */
+#define ARG_FREE_MAX 4096  /* blocks a thread keeps for reuse */
+typedef union arg_block {
+    union arg_block *next; /* on the free list */
+    max_align_t align;
+    unsigned char bytes[ARG_BLOCK];
+} arg_block_t;
+
+/* The thread's free list: its head is the key's value, so that the key's
+ * destructor frees it when the thread exits. */
+static pthread_key_t arg_key;
+static pthread_once_t arg_key_once = PTHREAD_ONCE_INIT;
+static __thread size_t arg_nfree;
+
+static void arg_list_free(void *head)
+{
+    for (arg_block_t *b = head, *next; b; b = next) {
+        next = b->next;
+        free(b);
+    }
+}
+
+static void arg_key_make(void)
+{
+    (void)pthread_key_create(&arg_key, arg_list_free);
+}
+
+/* A copy of @p bytes of @p arg, from the free list where it fits. */
+static void *arg_copy(const void *arg, size_t bytes)
+{
+    arg_block_t *b;
+    pthread_once(&arg_key_once, arg_key_make);
+    if (bytes <= ARG_BLOCK && (b = pthread_getspecific(arg_key)) != NULL) {
+        (void)pthread_setspecific(arg_key, b->next);
+        arg_nfree--;
+    } else if (!(b = group_alloc(bytes <= ARG_BLOCK ? sizeof(*b) : bytes))) {
+        return NULL;
+    }
+    memcpy(b, arg, bytes);
+    return b;
+}
+
+static void arg_release(void *p, size_t bytes)
+{
+    arg_block_t *b = p;
+    if (bytes > ARG_BLOCK || arg_nfree >= ARG_FREE_MAX) {
+        free(b);
+        return;
+    }
+    b->next = pthread_getspecific(arg_key);
+    if (pthread_setspecific(arg_key, b) != 0) {
+        free(b);
+        return;
+    }
+    arg_nfree++;
+}
+
+/* A deferred entry's done, then its argument copy released. */
+static weft_status_t entry_done(group_entry_t *e, weft_status_t status)
+{
+    weft_status_t r = e->done(e->arg, status);
+    if (e->copied)
+        arg_release(e->arg, (size_t)e->copied == 1 ? ARG_BLOCK : (size_t)e->copied);
+    return r;
+}
 
 static weft_status_t group_push(const group_entry_t *e)
 {
+    if (group.n == group.cap && !group.e && group.spare) {
+        group.e = group.spare;
+        group.cap = group.spare_cap;
+        group.spare = NULL;
+        group.spare_cap = 0;
+    }
     if (group.n == group.cap) {
         size_t cap = group.cap ? 2 * group.cap : 16;
-        group_entry_t *g = realloc(group.e, cap * sizeof(*g));
-        if (!g)
+        group_entry_t *g;
+        __atomic_add_fetch(&group_nallocs, 1, __ATOMIC_RELAXED);
+        if (!(g = realloc(group.e, cap * sizeof(*g))))
             return WEFT_ERR_NO_MEMORY;
         group.e = g;
         group.cap = cap;
@@ -739,13 +839,58 @@ static weft_status_t group_push(const group_entry_t *e)
     return WEFT_OK;
 }
 
-/* Detaches what the open group recorded (the caller frees *e). */
-static void group_take(group_entry_t **e, size_t *n)
+/* Detaches what the open group recorded (the caller hands *e back to
+ * group_recycle with *cap). */
+static void group_take(group_entry_t **e, size_t *n, size_t *cap)
 {
     *e = group.e;
     *n = group.n;
+    *cap = group.cap;
     group.e = NULL;
     group.n = group.cap = 0;
+}
+
+/* The arrays a thread keeps are freed when it exits (a share's thread
+ * after every group): the key's destructor, set once per thread. */
+static pthread_key_t arrays_key;
+static pthread_once_t arrays_key_once = PTHREAD_ONCE_INIT;
+
+static void group_arrays_free(void *unused)
+{
+    (void)unused;
+    free(group.e);
+    free(group.spare);
+    group.e = group.spare = NULL;
+    group.n = group.cap = group.spare_cap = 0;
+}
+
+static void arrays_key_make(void)
+{
+    (void)pthread_key_create(&arrays_key, group_arrays_free);
+}
+
+/* Keeps a taken array for the groups to come: the recorder's if it has
+ * none, else the spare; the smaller of two is freed. */
+static void group_recycle(group_entry_t *e, size_t cap)
+{
+    if (!e)
+        return;
+    pthread_once(&arrays_key_once, arrays_key_make);
+    if (!pthread_getspecific(arrays_key) && pthread_setspecific(arrays_key, &group) != 0) {
+        free(e); /* nothing would free it at the thread's exit */
+        return;
+    }
+    if (!group.e) {
+        group.e = e;
+        group.cap = cap;
+        group.n = 0;
+    } else if (!group.spare || group.spare_cap < cap) {
+        free(group.spare);
+        group.spare = e;
+        group.spare_cap = cap;
+    } else {
+        free(e);
+    }
 }
 
 /* Runs recorded operations, communicator by communicator (in the order
@@ -791,17 +936,18 @@ static weft_status_t run_share(group_entry_t *e, const size_t *idx, size_t m)
 {
     weft_status_t status = WEFT_OK, s;
     group_entry_t *inner;
-    size_t ninner, ndeferred = 0;
+    size_t ninner, inner_cap, ndeferred = 0;
     for (size_t k = 0; k < m; k++)
         ndeferred += e[idx[k]].run != NULL;
     if (ndeferred == 0) { /* sends and receives only */
-        p2p_op_t **ops = calloc(m, sizeof(*ops));
+        p2p_op_t *few[64] = {NULL}, **ops = m <= 64 ? few : group_alloc(m * sizeof(*ops));
         if (!ops)
             return WEFT_ERR_NO_MEMORY;
         for (size_t k = 0; k < m; k++)
             ops[k] = &e[idx[k]].op;
         status = run_ops(ops[0]->comm, ops[0]->stream, ops, m, 0);
-        free(ops);
+        if (ops != few)
+            free(ops);
         return status;
     }
     group.depth = 1;
@@ -809,15 +955,15 @@ static weft_status_t run_share(group_entry_t *e, const size_t *idx, size_t m)
     for (size_t k = 0; k < m && status == WEFT_OK; k++)
         status = e[idx[k]].run ? e[idx[k]].run(e[idx[k]].arg) : group_push(&e[idx[k]]);
     group.depth = 0;
-    group_take(&inner, &ninner);
+    group_take(&inner, &ninner, &inner_cap);
     s = run_entries(inner, ninner);
-    free(inner);
+    group_recycle(inner, inner_cap);
     if (status == WEFT_OK)
         status = s;
     s = status;
     for (size_t k = 0; k < m; k++)
         if (e[idx[k]].run) {
-            weft_status_t d = e[idx[k]].done(e[idx[k]].arg, status);
+            weft_status_t d = entry_done(&e[idx[k]], status);
             if (s == WEFT_OK)
                 s = d;
         }
@@ -845,25 +991,42 @@ static void *share_thread(void *arg)
  * deferred calls. Every share runs; the first failure is returned. */
 static weft_status_t run_entries(group_entry_t *e, size_t n)
 {
-    share_t *sh;
-    size_t *idx, ns = 0, k = 0;
-    pthread_t *threads;
-    int deferred = 0, failed = -1;
+    /* a group of a few entries (the usual NCCL group) needs no allocation */
+    enum { FEW_SHARES = 4, FEW_ENTRIES = 64 };
+    share_t few_sh[FEW_SHARES];
+    size_t few_idx[FEW_ENTRIES];
+    share_t *sh = few_sh;
+    size_t *idx = few_idx, ns = 0, k = 0;
+    pthread_t *threads = NULL;
+    int deferred = 0, failed = -1, few;
     weft_status_t first = WEFT_OK;
     if (n == 0)
         return WEFT_OK;
-    sh = calloc(n, sizeof(*sh));
-    idx = calloc(n, sizeof(*idx));
-    threads = calloc(n, sizeof(*threads));
-    if (!sh || !idx || !threads) {
-        free(sh);
-        free(idx);
+    /* shares: one per communicator; a group of one communicator's calls
+     * (or of a few) fits the arrays on the stack */
+    for (size_t i = 0; i < n && ns <= FEW_SHARES; i++) {
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = e[j].op.comm == e[i].op.comm;
+        ns += !seen;
+    }
+    few = n <= FEW_ENTRIES && ns <= FEW_SHARES;
+    ns = 0;
+    if (!few) {
+        sh = group_alloc(n * sizeof(*sh));
+        idx = group_alloc(n * sizeof(*idx));
+        threads = group_alloc(n * sizeof(*threads));
+    }
+    if (!sh || !idx || (!few && !threads)) {
+        free(few ? NULL : sh);
+        free(few ? NULL : idx);
         free(threads);
         for (size_t i = 0; i < n; i++)
             if (e[i].run)
-                e[i].done(e[i].arg, WEFT_ERR_NO_MEMORY);
+                entry_done(&e[i], WEFT_ERR_NO_MEMORY);
         return WEFT_ERR_NO_MEMORY;
     }
+    memset(sh, 0, (few ? FEW_SHARES : n) * sizeof(*sh));
     for (size_t i = 0; i < n; i++) {
         int seen = 0;
         deferred |= e[i].run != NULL;
@@ -885,7 +1048,10 @@ static weft_status_t run_entries(group_entry_t *e, size_t n)
         for (size_t i = 0; i < ns && first == WEFT_OK; i++)
             first = sh[i].status;
     } else {
+        pthread_t few_threads[FEW_SHARES];
         size_t started;
+        if (few)
+            threads = few_threads;
         for (started = 0; started < ns; started++)
             if (pthread_create(&threads[started], NULL, share_thread, &sh[started]) != 0)
                 break;
@@ -897,7 +1063,7 @@ static weft_status_t run_entries(group_entry_t *e, size_t n)
                      i, ns);
             for (size_t j = 0; j < sh[i].m; j++)
                 if (e[sh[i].idx[j]].run)
-                    e[sh[i].idx[j]].done(e[sh[i].idx[j]].arg, WEFT_ERR_SYSTEM);
+                    entry_done(&e[sh[i].idx[j]], WEFT_ERR_SYSTEM);
         }
         for (size_t i = 0; i < ns && failed < 0; i++)
             if (sh[i].status != WEFT_OK)
@@ -908,9 +1074,11 @@ static weft_status_t run_entries(group_entry_t *e, size_t n)
             first = sh[failed].status;
         }
     }
-    free(sh);
-    free(idx);
-    free(threads);
+    if (!few) {
+        free(sh);
+        free(idx);
+        free(threads);
+    }
     return first;
 }
 
@@ -949,7 +1117,7 @@ weft_status_t weft_group_start(void)
 /* Leaves one level of the group (@p who: the caller, for the message):
  * 1 with the outermost group's entries in *e and *n, which the caller
  * frees; else 0 with *status set. */
-static int group_leave(const char *who, weft_status_t *status, group_entry_t **e, size_t *n)
+static int group_leave(const char *who, weft_status_t *status, group_entry_t **e, size_t *n, size_t *cap)
 {
     *status = WEFT_OK;
     if (group.depth == 0) {
@@ -959,7 +1127,7 @@ static int group_leave(const char *who, weft_status_t *status, group_entry_t **e
     }
     if (--group.depth > 0)
         return 0;
-    group_take(e, n);
+    group_take(e, n, cap);
     return 1;
 }
 
@@ -967,11 +1135,11 @@ weft_status_t weft_group_end(void)
 {
     weft_status_t status;
     group_entry_t *e;
-    size_t n;
-    if (!group_leave("weft_group_end", &status, &e, &n))
+    size_t n, cap;
+    if (!group_leave("weft_group_end", &status, &e, &n, &cap))
         return status;
     status = run_entries(e, n);
-    free(e);
+    group_recycle(e, cap);
     return status;
 }
 
@@ -984,37 +1152,64 @@ weft_status_t weft_group_cancel(void)
 {
     weft_status_t status;
     group_entry_t *e;
-    size_t n;
-    if (!group_leave("weft_group_cancel", &status, &e, &n))
+    size_t n, cap;
+    if (!group_leave("weft_group_cancel", &status, &e, &n, &cap))
         return status;
     for (size_t i = 0; i < n; i++)
         if (e[i].run)
-            e[i].done(e[i].arg, WEFT_ERR_ABORTED);
-    free(e);
+            entry_done(&e[i], WEFT_ERR_ABORTED);
+    group_recycle(e, cap);
     return WEFT_OK;
 }
 
-weft_status_t weft_group_defer(weft_comm_t *comm, weft_group_run_fn_t run, weft_group_done_fn_t done, void *arg)
+/* weft_group_defer's work; @p copied: arg is a copy of that many bytes
+ * (1: a recycled block) to release after done, 0: the caller's. */
+static weft_status_t group_defer(weft_comm_t *comm, weft_group_run_fn_t run, weft_group_done_fn_t done, void *arg,
+                                 size_t copied)
 {
     group_entry_t ent;
     weft_status_t status;
-    if (!comm || !run || !done) {
-        weft_error_note("weft_group_defer: %s is NULL", !comm ? "comm" : !run ? "run" : "done");
-        return WEFT_ERR_INVALID_ARGUMENT;
-    }
     memset(&ent, 0, sizeof(ent));
     ent.op.comm = comm;
     ent.run = run;
     ent.done = done;
     ent.arg = arg;
+    ent.copied = (int)copied;
     if (group.depth == 0) /* a group of its own */
         return run_entries(&ent, 1);
     if ((status = group_push(&ent)) != WEFT_OK) {
         weft_error_note("weft_group_defer: out of memory recording the call");
-        (void)done(arg, status);
+        (void)entry_done(&ent, status);
         return status;
     }
     return WEFT_OK;
+}
+
+weft_status_t weft_group_defer(weft_comm_t *comm, weft_group_run_fn_t run, weft_group_done_fn_t done, void *arg)
+{
+    if (!comm || !run || !done) {
+        weft_error_note("weft_group_defer: %s is NULL", !comm ? "comm" : !run ? "run" : "done");
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    return group_defer(comm, run, done, arg, 0);
+}
+
+weft_status_t weft_group_defer_copy(weft_comm_t *comm, weft_group_run_fn_t run, weft_group_done_fn_t done,
+                                    void *arg, size_t bytes)
+{
+    void *copy;
+    if (!comm || !run || !done || !arg || bytes == 0 || bytes > INT_MAX) {
+        weft_error_note("weft_group_defer_copy: %s", !comm ? "comm is NULL" : !run ? "run is NULL"
+                                                     : !done ? "done is NULL" : !arg ? "arg is NULL"
+                                                                                     : "bytes is 0 or too large");
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    if (!(copy = arg_copy(arg, bytes))) {
+        weft_error_note("weft_group_defer_copy: out of memory copying the call's %zu bytes", bytes);
+        (void)done(arg, WEFT_ERR_NO_MEMORY); /* released, as weft_group_defer's are */
+        return WEFT_ERR_NO_MEMORY;
+    }
+    return group_defer(comm, run, done, copy, bytes <= ARG_BLOCK ? 1 : bytes);
 }
 
 weft_status_t weft_send(const void *buf, size_t count, weft_dtype_t dtype, int peer, weft_comm_t *comm,

@@ -328,8 +328,7 @@ static weft_status_t op_done(void *arg, weft_status_t status)
         nccl_leave(comm);
     }
     free(o->v);
-    free(o);
-    return status;
+    return status; /* o is weft_group_defer_copy's copy: the recorder reuses it */
 }
 
 /* Hands @p o (checked) to weft's group: runs it now, or records it in
@@ -338,7 +337,7 @@ static ncclResult_t submit(nccl_op_t *o)
 {
     int alone = weft_group_depth() == 0;
     weft_status_t status;
-    nccl_op_t *h;
+    nccl_op_t h;
     ncclResult_t r;
     /* the communicator is usable (initialised, not revoked, suspended or
      * being aborted) before its weft communicator is read */
@@ -347,19 +346,17 @@ static ncclResult_t submit(nccl_op_t *o)
         return r;
     }
     nccl_leave(o->comm);
-    if (!(h = malloc(sizeof(*h)))) {
-        free(o->v);
-        return nccl_fail(ncclSystemError, "%s: out of memory", op_names[o->kind]);
-    }
-    *h = *o;
-    h->outcome = &outcome;
-    h->entered = 0;
+    h = *o;
+    h.outcome = &outcome;
+    h.entered = 0;
     if (alone)
         outcome_reset();
-    status = weft_group_defer(o->comm->w, op_run, op_done, h);
+    /* the recorder runs a copy of h, kept in storage it reuses: no
+     * allocation per call */
+    status = weft_group_defer_copy(o->comm->w, op_run, op_done, &h, sizeof(h));
     if (alone)
         return outcome_take(status);
-    if (status != WEFT_OK) /* h was released */
+    if (status != WEFT_OK) /* h (or its copy) was released */
         return nccl_fail(ncclSystemError, "%s: out of memory in a group", op_names[o->kind]);
     return ncclSuccess;
 }
