@@ -173,6 +173,12 @@ struct weft_plan {
     /* executions queued (weft_execute calls that returned WEFT_OK), in
      * this process; atomic: what tests read to see a plan really ran */
     uint64_t runs;
+    /* of those, the ones that ran on the caller's buffers, without the
+     * copies in and out (plan_exec.c; atomic) */
+    uint64_t zc_runs;
+    /* tests: 0 follows WEFT_EXEC_ZERO_COPY, 1 forces the zero-copy path
+     * where the plan admits it, -1 forces the copies */
+    int zc_force;
     /* NULL, or why the plan can never complete (plan_check.c, at load) */
     char *never_completes;
 };

@@ -11,10 +11,24 @@
  * semaphore per port channel paired the same way, over IPC on this host
  * and the network transport across hosts), the switch channels, the
  * device semaphores and barrier words, and the op array in device memory.
- * A call copies the user's input into the plan's input buffer, runs the
- * kernel and copies the output out, all on the caller's stream; a larger
- * message than the buffers hold rebuilds them (collectively, since every
- * rank sees it).
+ * A call runs the kernel on the caller's own buffers where it can (zero
+ * copy, below); otherwise it copies the caller's input into the plan's
+ * input buffer, runs the kernel and copies the output out, all on the
+ * caller's stream. A larger message than the buffers hold rebuilds them
+ * (collectively, since every rank sees it).
+ *
+ * Zero copy: where no peer reaches this rank's input or output (they only
+ * reach scratch, as LL-packet plans do), the plan has no port channel
+ * (whose proxy names local buffers by the plan's registrations) and no
+ * switch channel binds them, the caller's buffers are only ever touched
+ * by this rank's own kernel, so each rank decides alone, per call: the
+ * kernel's local input and output pointers are the caller's (launch
+ * arguments, which a captured graph freezes with the launch, as it freezes
+ * the copies' pointers) when they are aligned and laid out as the plan
+ * needs (in place: the input where the plan keeps it in the output;
+ * otherwise not overlapping), else the call copies. Nothing is registered
+ * for it. Plans whose peers read or write the caller's buffers (a remote
+ * input or output) copy every call: see the README.
  */
 #include "config.h"
 
@@ -28,6 +42,7 @@
 #include "executor.h"
 #include "kernels.h"
 #include "log.h"
+#include "param.h"
 #include "util.h"
 
 #include <pthread.h>
@@ -60,12 +75,15 @@ struct weft_executor {
     weft_exec_args_t args;         /* the launch's fixed part */
     uint32_t nblocks;
     uint64_t execs;
+    int zc_ok;                     /* the plan admits running on the caller's buffers (top of the file) */
+    uint64_t zc_execs;             /* executions that did */
     /* the last execution, as a CUDA/HIP graph would hold it (weft_plan_replay_last) */
     weft_exec_args_t last_args;
     const void *last_send;
     void *last_recv;
     size_t last_send_bytes, last_recv_bytes;
     int has_last;
+    int last_zc;                   /* on the caller's buffers: no copies */
 };
 
 static pthread_mutex_t exec_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -448,6 +466,10 @@ static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_
     /* kernels on CPU threads: the host backend's emulated multicast */
     x->args.sw_emulated = !(comm->caps & WEFT_CAP_GPU);
     x->nblocks = gpu->ntb;
+    /* the same on every rank (the plan's, not the rank's, buffers), though
+     * each rank decides alone */
+    x->zc_ok = !port && !remote_t[WEFT_PLAN_BUF_INPUT] && !remote_t[WEFT_PLAN_BUF_OUTPUT] &&
+               !sw_t[WEFT_PLAN_BUF_INPUT] && !sw_t[WEFT_PLAN_BUF_OUTPUT];
     free(mch);
     *out = x;
     return WEFT_OK;
@@ -466,15 +488,38 @@ static weft_status_t exec_queue(weft_comm_t *comm, struct weft_executor *x, weft
     weft_status_t status = WEFT_OK;
     weft_kernel_launch_init(&l, WEFT_KERNEL_exec_plan, x->nblocks, x->plan->nthreads, &x->last_args,
                             sizeof(x->last_args));
-    if (x->last_send_bytes)
+    if (x->last_send_bytes && !x->last_zc)
         status = comm->gpu->memcpy_async(comm->gctx, x->buf[WEFT_PLAN_BUF_INPUT], x->last_send, x->last_send_bytes,
                                          stream->s);
     if (status == WEFT_OK && x->nblocks)
         status = comm->gpu->launch(comm->gctx, &l, stream->s);
-    if (status == WEFT_OK && x->last_recv_bytes)
+    if (status == WEFT_OK && x->last_recv_bytes && !x->last_zc)
         status = comm->gpu->memcpy_async(comm->gctx, x->last_recv, x->buf[WEFT_PLAN_BUF_OUTPUT], x->last_recv_bytes,
                                          stream->s);
     return status;
+}
+
+/* Vector loads and stores (16 bytes) of the interpreter. */
+#define ZC_ALIGN 16
+
+/* 1 when this call of @p plan on @p x can run on the caller's buffers
+ * (the top of the file): the plan admits it, it is on, and the buffers are
+ * aligned and laid out as the plan's would be. */
+static int zc_fits(const struct weft_plan *plan, const struct weft_executor *x, const void *sendbuf, void *recvbuf,
+                   size_t send_bytes, size_t recv_bytes)
+{
+    uintptr_t s = (uintptr_t)sendbuf, r = (uintptr_t)recvbuf;
+    int on = plan->zc_force ? plan->zc_force > 0 : weft_param_int(WEFT_P_EXEC_ZERO_COPY) == 1;
+    if (!x->zc_ok || !on)
+        return 0;
+    if ((send_bytes && s % ZC_ALIGN) || (recv_bytes && r % ZC_ALIGN))
+        return 0;
+    if (plan->inplace)
+        /* the input where the plan keeps it: in the output's place (the
+         * ops reach no further than each side's own bytes) */
+        return !send_bytes || s == r + x->in_off;
+    /* out of place: the plan may write its output while it reads its input */
+    return !send_bytes || !recv_bytes || s + send_bytes <= r || r + recv_bytes <= s;
 }
 
 static void exec_release_cb(struct weft_plan *plan)
@@ -630,7 +675,12 @@ weft_status_t weft_execute(weft_comm_t *comm, weft_plan_t *plan, const void *sen
     a.op = (uint32_t)(op == WEFT_AVG ? WEFT_SUM : op);
     /* avg: sums, divided once every block is done (executor.h) */
     a.scale_bytes = op == WEFT_AVG && reduces ? recv_bytes : 0;
-    /* what a graph would hold: the launch and its two copies, frozen */
+    x->last_zc = zc_fits(plan, x, sendbuf, recvbuf, send_bytes, recv_bytes);
+    if (x->last_zc) {
+        a.buf[WEFT_PLAN_BUF_OUTPUT] = recvbuf;
+        a.buf[WEFT_PLAN_BUF_INPUT] = plan->inplace ? (char *)recvbuf + x->in_off : (char *)(uintptr_t)sendbuf;
+    }
+    /* what a graph would hold: the launch and its two copies (or none), frozen */
     x->last_args = a;
     x->last_send = sendbuf;
     x->last_recv = recvbuf;
@@ -641,6 +691,10 @@ weft_status_t weft_execute(weft_comm_t *comm, weft_plan_t *plan, const void *sen
     if (status == WEFT_OK) {
         x->execs++;
         __atomic_add_fetch(&plan->runs, 1, __ATOMIC_RELAXED);
+        if (x->last_zc) {
+            x->zc_execs++;
+            __atomic_add_fetch(&plan->zc_runs, 1, __ATOMIC_RELAXED);
+        }
     }
     return status;
 }

@@ -9,7 +9,11 @@
  * WEFT_ERR_UNSUPPORTED); plans with port channels run over the proxy
  * (t/coll/plan-port-t checks their data and runs them across hosts); plans
  * that can never complete (a wait no op of the plan satisfies) are refused
- * before anything runs. */
+ * before anything runs. Every allreduce and allgather plan runs both ways:
+ * with the copies into the plan's buffers and, where the plan admits it
+ * (no peer reaches the input or output, no port channel, no switch channel
+ * over them), on the caller's buffers, which the plan's count of zero-copy
+ * runs must show. */
 #include "tap/basic.h"
 #include "collref.h"
 #include "tap/job.h"
@@ -49,10 +53,26 @@ static const struct {
 };
 #define NCOMBOS (sizeof(combos) / sizeof(combos[0]))
 
+/* Whether the executor may run @p p on the caller's buffers, read from
+ * the plan itself (plan_exec.c's rule, stated again here). */
+static int plan_admits_zc(const weft_plan_t *p)
+{
+    for (uint32_t g = 0; g < p->ngpus; g++) {
+        const weft_plan_gpu_t *gp = &p->gpus[g];
+        if (gp->nchan[WEFT_PLAN_CHAN_PORT]) return 0;
+        for (uint32_t k = 0; k < gp->nrbuf; k++)
+            if (gp->rbuf[k].type != WEFT_PLAN_BUF_SCRATCH) return 0;
+        for (uint32_t k = 0; k < gp->nsw; k++)
+            if (gp->sw[k].type != WEFT_PLAN_BUF_SCRATCH) return 0;
+    }
+    return 1;
+}
+
 static int run_one(weft_comm_t *comm, weft_stream_t *s, weft_plan_t *p, const weft_plan_info_t *info, int rank,
                    int nranks, size_t chunk, weft_dtype_t t, weft_redop_t op,
-                   size_t in_chunks, size_t out_chunks)
+                   size_t in_chunks, size_t out_chunks, int zc)
 {
+    uint64_t zc0 = __atomic_load_n(&p->zc_runs, __ATOMIC_RELAXED), want_zc = zc > 0 && plan_admits_zc(p);
     size_t es = weft_dtype_size(t), in_bytes = chunk * in_chunks, out_bytes = chunk * out_chunks;
     char *in = NULL, *out = NULL, *want = malloc(out_bytes + 8), *hin = malloc(in_bytes + 8),
          *hout = malloc(out_bytes + 8);
@@ -67,7 +87,9 @@ static int run_one(weft_comm_t *comm, weft_stream_t *s, weft_plan_t *p, const we
         if (ag) collref_input(t, op, (int)(i / (in_bytes / es)), i % (in_bytes / es), want + i * es);
         else collref_reduced(t, op, nranks, i, want + i * es);
     }
-    rank_step("%s: %zu bytes, type %d op %d", info->name, in_bytes, (int)t, (int)op);
+    rank_step("%s: %zu bytes, type %d op %d, %s", info->name, in_bytes, (int)t, (int)op,
+              zc > 0 ? "zero copy" : "copies");
+    p->zc_force = zc;
     st = weft_memcpy(s, in, hin, in_bytes);
     if (st == WEFT_OK) st = weft_execute(comm, p, in, out, in_bytes, out_bytes, t, op, s);
     if (st == WEFT_OK) st = weft_memcpy(s, hout, out, out_bytes);
@@ -82,6 +104,11 @@ static int run_one(weft_comm_t *comm, weft_stream_t *s, weft_plan_t *p, const we
                                    (int)t, (int)op, i);
                 break;
             }
+        if (__atomic_load_n(&p->zc_runs, __ATOMIC_RELAXED) - zc0 != want_zc)
+            fails += rank_fail("%s at %zu bytes (%s): %llu zero-copy runs, want %llu", info->name, in_bytes,
+                               zc > 0 ? "zero copy" : "copies",
+                               (unsigned long long)(__atomic_load_n(&p->zc_runs, __ATOMIC_RELAXED) - zc0),
+                               (unsigned long long)want_zc);
     }
     weft_mem_free(comm, out);
     free(want);
@@ -151,7 +178,9 @@ static int rank_main(int rank, int nranks, void *arg)
         for (int m = 0; m < 3 && !fails; m++) {
             for (size_t c = 0; c < 4 && !fails; c++) {
                 size_t k = ((size_t)m * 4 + c + (size_t)j->nranks) % NCOMBOS;
-                fails += run_one(comm, s, p, &info, rank, nranks, 16 * mult[m] * 2, combos[k].t, combos[k].op, ic, oc);
+                for (int zc = -1; zc <= 1 && !fails; zc += 2)
+                    fails += run_one(comm, s, p, &info, rank, nranks, 16 * mult[m] * 2, combos[k].t, combos[k].op,
+                                     ic, oc, zc);
             }
         }
         /* a size that breaks the chunking is refused, nothing queued */
