@@ -180,6 +180,16 @@ static double bus_factor(const pctx_t *c)
 }
 
 /* One sweep over the sizes in one type and op; 0, 1 (wrong values) or 4 (failure). */
+/* WEFT_EXEC_ZERO_COPY as this process reads it: 1 (the default) runs plans
+ * on the caller's buffers where they admit it, 0 copies through the plan's. */
+static long exec_zero_copy(void)
+{
+    weft_param_desc_t d;
+    for (size_t i = 0; weft_param_describe(i, &d) == WEFT_OK; i++)
+        if (!strcmp(d.name, "WEFT_EXEC_ZERO_COPY")) return d.int_value;
+    return -1;
+}
+
 static int sweep(pctx_t *c, int first)
 {
     const perf_opts_t *o = c->job->o;
@@ -190,9 +200,10 @@ static int sweep(pctx_t *c, int first)
     int nsizes = 0;
     if (c->rank == 0) {
         if (first) {
-            printf("# weft-perf --plan %s: plan %s (%s, %d ranks, %s, %s), %d iterations (+%d warm-up), check %s%s\n",
+            printf("# weft-perf --plan %s: plan %s (%s, %d ranks, %s, %s), %d iterations (+%d warm-up), check %s, "
+                   "WEFT_EXEC_ZERO_COPY=%ld%s\n",
                    c->job->path, c->info.name, c->info.collective, c->nranks, c->info.inplace ? "in place" : "out of place",
-                   c->info.packet ? "LL" : "Simple", o->iters, o->warmup, o->check ? "on" : "off",
+                   c->info.packet ? "LL" : "Simple", o->iters, o->warmup, o->check ? "on" : "off", exec_zero_copy(),
                    c->job->vs_builtin ? ", vs weft's built-in algorithm" : "");
         }
         printf("#\n# %12s %12s %8s %6s %10s %8s %8s %7s", "size", "count", "type", "redop", "time(us)", "algbw",
