@@ -5,7 +5,9 @@
  * kernel and copy out): each replay must give the result of the inputs of
  * its moment. The LL plans mark an execution's packets with a flag and
  * alternate scratch halves (use_double_scratch_buffer): both must come from
- * a count the kernel keeps on the device, not from the launch.
+ * a count the kernel keeps on the device, not from the launch. The LL plans
+ * run on the caller's buffer (no copies: the replays read it as it is at
+ * their moment), the Simple one through the plan's buffers.
  */
 #include "tap/basic.h"
 #include "collref.h"
@@ -23,6 +25,7 @@ static weft_unique_id_t id;
 typedef struct {
     const char *file;   /* under t/coll/plans/mscclpp */
     size_t chunk;       /* bytes of one chunk */
+    int zc;             /* the first execution runs on the caller's buffer (WEFT_EXEC_ZERO_COPY's default) */
 } replay_case_t;
 
 /* Rank q's input element i in round r: the reference input, shifted by the round. */
@@ -87,6 +90,9 @@ static int replay(int rank, int nranks, void *arg)
     if (!fails && __atomic_load_n(&p->runs, __ATOMIC_RELAXED) != 1)
         fails += rank_fail("%s: %llu executions counted, want 1 (the replays are not executions)", rc->file,
                            (unsigned long long)p->runs);
+    if (!fails && __atomic_load_n(&p->zc_runs, __ATOMIC_RELAXED) != (uint64_t)rc->zc)
+        fails += rank_fail("%s: %llu executions on the caller's buffer, want %d", rc->file,
+                           (unsigned long long)p->zc_runs, rc->zc);
     weft_stream_synchronize(s);
     weft_plan_destroy(p);
     weft_mem_free(comm, buf);
@@ -99,10 +105,10 @@ static int replay(int rank, int nranks, void *arg)
 int main(void)
 {
     static const replay_case_t cases[] = {
-        {"allreduce_packet.json", 64}, /* LL, double scratch */
-        {"reduce_pack.json", 128},     /* LL packets reduced and sent on, double scratch */
-        {"transfer_pack.json", 256},   /* allgather, LL */
-        {"allreduce.json", 64},        /* Simple: semaphores and remote reads */
+        {"allreduce_packet.json", 64, 1}, /* LL, double scratch */
+        {"reduce_pack.json", 128, 1},     /* LL packets reduced and sent on, double scratch */
+        {"transfer_pack.json", 256, 1},   /* allgather, LL */
+        {"allreduce.json", 64, 0},        /* Simple: semaphores and remote reads (so copies) */
     };
     plan((int)(sizeof(cases) / sizeof(cases[0])));
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
