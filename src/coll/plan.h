@@ -176,9 +176,6 @@ struct weft_plan {
     /* of those, the ones that ran on the caller's buffers, without the
      * copies in and out (plan_exec.c; atomic) */
     uint64_t zc_runs;
-    /* of the others, the ones whose kernel did the copies itself
-     * (WEFT_EXEC_FUSED_COPY; plan_exec.c; atomic) */
-    uint64_t fused_runs;
     /* tests: 0 follows WEFT_EXEC_ZERO_COPY, 1 forces the zero-copy path
      * where the plan admits it, -1 forces the copies */
     int zc_force;

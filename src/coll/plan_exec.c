@@ -488,12 +488,12 @@ static weft_status_t exec_queue(weft_comm_t *comm, struct weft_executor *x, weft
     weft_status_t status = WEFT_OK;
     weft_kernel_launch_init(&l, WEFT_KERNEL_exec_plan, x->nblocks, x->plan->nthreads, &x->last_args,
                             sizeof(x->last_args));
-    if (x->last_send_bytes && !x->last_zc && !x->last_args.in_bytes)
+    if (x->last_send_bytes && !x->last_zc)
         status = comm->gpu->memcpy_async(comm->gctx, x->buf[WEFT_PLAN_BUF_INPUT], x->last_send, x->last_send_bytes,
                                          stream->s);
     if (status == WEFT_OK && x->nblocks)
         status = comm->gpu->launch(comm->gctx, &l, stream->s);
-    if (status == WEFT_OK && x->last_recv_bytes && !x->last_zc && !x->last_args.out_bytes)
+    if (status == WEFT_OK && x->last_recv_bytes && !x->last_zc)
         status = comm->gpu->memcpy_async(comm->gctx, x->last_recv, x->buf[WEFT_PLAN_BUF_OUTPUT], x->last_recv_bytes,
                                          stream->s);
     return status;
@@ -680,14 +680,6 @@ weft_status_t weft_execute(weft_comm_t *comm, weft_plan_t *plan, const void *sen
         a.buf[WEFT_PLAN_BUF_OUTPUT] = recvbuf;
         a.buf[WEFT_PLAN_BUF_INPUT] = plan->inplace ? (char *)recvbuf + x->in_off : (char *)(uintptr_t)sendbuf;
     }
-    else if (x->nblocks && send_bytes + recv_bytes <= (uint64_t)x->nblocks * (uint64_t)weft_param_int(WEFT_P_EXEC_FUSED_COPY)) {
-        /* small: the kernel copies in and out itself (executor.h), one
-         * launch instead of three stream operations */
-        a.in_src = sendbuf;
-        a.in_bytes = send_bytes;
-        a.out_dst = recvbuf;
-        a.out_bytes = recv_bytes;
-    }
     /* what a graph would hold: the launch and its two copies (or none), frozen */
     x->last_args = a;
     x->last_send = sendbuf;
@@ -703,7 +695,6 @@ weft_status_t weft_execute(weft_comm_t *comm, weft_plan_t *plan, const void *sen
             x->zc_execs++;
             __atomic_add_fetch(&plan->zc_runs, 1, __ATOMIC_RELAXED);
         }
-        if (a.in_bytes || a.out_bytes) __atomic_add_fetch(&plan->fused_runs, 1, __ATOMIC_RELAXED);
     }
     return status;
 }

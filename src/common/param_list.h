@@ -101,10 +101,6 @@ WEFT_PARAM(REG_WAIT_MS, "WEFT_REG_WAIT_MS", INT, "100",
 WEFT_PARAM(REG_CACHE, "WEFT_REG_CACHE", INT, "1",
            "1: buffers of such collectives that are not registered are registered on first use, cached by "
            "address range and checked against their allocation's identity before each use; 0: they are staged")
-WEFT_PARAM(EXEC_FUSED_COPY, "WEFT_EXEC_FUSED_COPY", INT, "65536",
-           "where the executor copies the call's buffers into the plan's and back: up to this many bytes per "
-           "thread block of the plan (input and output together), the plan's kernel does the copies itself "
-           "(one launch instead of a copy, the launch and a copy); 0: always stream copies")
 WEFT_PARAM(EXEC_ZERO_COPY, "WEFT_EXEC_ZERO_COPY", INT, "1",
            "1: the executor runs a plan's kernel on the caller's buffers where the plan reaches no peer's input "
            "or output (and has no port channels nor a switch channel over them); 0: it copies them into the "
@@ -165,5 +161,4 @@ WEFT_PARAM_RANGE(REG_MIN_BYTES, 0, 1L << 40, SIZE)
 WEFT_PARAM_RANGE(REG_CACHE, 0, 1, NUM)
 WEFT_PARAM_RANGE(REG_WAIT_MS, 0, 600000, NUM)
 WEFT_PARAM_RANGE(EXEC_ZERO_COPY, 0, 1, NUM)
-WEFT_PARAM_RANGE(EXEC_FUSED_COPY, 0, 1 << 30, SIZE)
 #endif

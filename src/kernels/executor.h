@@ -37,11 +37,7 @@
 #define WEFT_X_MAX_CHANNELS 8
 #define WEFT_X_MAX_BUFFERS 10
 #define WEFT_X_MAX_SEMS 16
-/* grid barriers: the plan's 16, then the executor's own */
-#define WEFT_X_BAR_AVG 16      /* every block's sums done: the avg epilogue */
-#define WEFT_X_BAR_COPY_IN 17  /* the call's input copied in (fused copies) */
-#define WEFT_X_BAR_COPY_OUT 18 /* every block's ops done: the output copied out */
-#define WEFT_X_BARRIERS 19
+#define WEFT_X_BARRIERS 17 /* the plan's 16, and one for the avg epilogue */
 
 typedef struct {
     uint8_t where; /* WEFT_XREF_* */
@@ -94,14 +90,6 @@ typedef struct {
     uint64_t scr_half;         /* double scratch: bytes of one half (0: one scratch) */
     uint64_t scr_off;          /* the scratch half of this execution: set by the kernel from calls[] */
     uint64_t scale_bytes;      /* avg: the output bytes to divide by nranks at the end */
-    /* fused copies (the call's buffers are not the plan's and the message
-     * is small): the kernel copies in_bytes from the caller's in_src into
-     * buf[input] before its first op, and out_bytes of buf[output] to the
-     * caller's out_dst after its last, instead of two stream copies around
-     * the launch; 0: none */
-    const char *in_src;
-    char *out_dst;
-    uint64_t in_bytes, out_bytes;
     uint32_t align, flag, dtype, op; /* flag: set by the kernel from calls[] (never 0) */
     int32_t rank, nranks;
     uint32_t sw_emulated;      /* the switch channels are the host backend's emulation */
@@ -635,21 +623,6 @@ WEFT_DEVICE void weft_exec_plan(const weft_kctx_t *k, void *args)
     uint32_t first = a->tb_first[k->block], end = a->tb_first[k->block + 1];
     la.flag = (uint32_t)(call % 0xffffffffull) + 1;
     la.scr_off = (call & 1) * a0->scr_half;
-    if (a->in_bytes) {
-        /* every block copies its share of the call's input into the plan's
-         * buffer; a peer reads that buffer only after an op of ours
-         * signals it, which comes after the barrier: each block's thread 0
-         * makes its block's copies visible system-wide (peers on other
-         * devices) before arriving, as a stream copy before the launch
-         * would have been */
-        size_t g = (size_t)k->block * k->nthreads + k->thread, ng = (size_t)k->nblocks * k->nthreads;
-        weft_copy(a->buf[WEFT_XREF_INPUT], a->in_src, a->in_bytes, g, ng);
-        weft_block_sync(k);
-        if (k->thread == 0)
-            weft_fence_system();
-        if (weft_x_barrier(k, a, WEFT_X_BAR_COPY_IN, k->nblocks))
-            return;
-    }
     for (uint32_t i = first; i < end; i++) {
         const weft_xop_t *o = &a->ops[i];
         if (o->code == WEFT_XOP_PIPELINE) {
@@ -672,18 +645,10 @@ WEFT_DEVICE void weft_exec_plan(const weft_kctx_t *k, void *args)
         weft_dtype_t t = (weft_dtype_t)a->dtype;
         size_t es = weft_dtype_size(t), n = a->scale_bytes / es;
         size_t g = (size_t)k->block * k->nthreads + k->thread, ng = (size_t)k->nblocks * k->nthreads;
-        if (weft_x_barrier(k, a, WEFT_X_BAR_AVG, k->nblocks))
+        if (weft_x_barrier(k, a, WEFT_X_BARRIERS - 1, k->nblocks))
             return;
         for (size_t e = g; e < n; e += ng)
             weft_scale_elem(t, a->buf[WEFT_XREF_OUTPUT] + e * es, a->nranks);
-    }
-    if (a->out_bytes) {
-        /* once every block's ops (and the avg epilogue) are done, as a
-         * stream copy after the kernel would have read it */
-        size_t g = (size_t)k->block * k->nthreads + k->thread, ng = (size_t)k->nblocks * k->nthreads;
-        if (weft_x_barrier(k, a, WEFT_X_BAR_COPY_OUT, k->nblocks))
-            return;
-        weft_copy(a->out_dst, a->buf[WEFT_XREF_OUTPUT], a->out_bytes, g, ng);
     }
     /* every thread of the block has read the count: thread 0 advances it
      * (the next launch on the stream sees it) */

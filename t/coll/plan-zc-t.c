@@ -5,8 +5,7 @@
  * of the cases that must copy instead (the input not where an in-place
  * plan keeps it, a buffer not 16-byte aligned, a plan whose peers read
  * the caller's input, WEFT_EXEC_ZERO_COPY=0) still gives the right result
- * and is not counted (a small one has the kernel do the copies, counted
- * too, unless WEFT_EXEC_FUSED_COPY=0); a buffer freed and allocated again (at the same
+ * and is not counted; a buffer freed and allocated again (at the same
  * address where the allocator gives it back) between executions gives
  * the new contents' result, never the old buffer's.
  */
@@ -25,8 +24,7 @@ static weft_unique_id_t id;
 
 typedef struct {
     const char *file;
-    int env_off;   /* WEFT_EXEC_ZERO_COPY=0 in the ranks' environment */
-    int fused_off; /* WEFT_EXEC_FUSED_COPY=0 */
+    int env_off; /* WEFT_EXEC_ZERO_COPY=0 in the ranks' environment */
 } zc_case_t;
 
 /* Rank q's input element i in round r. */
@@ -40,7 +38,6 @@ typedef struct {
     weft_stream_t *s;
     weft_plan_t *p;
     int rank, nranks;
-    int fused;    /* a call that copies has its kernel copy (small messages) */
     size_t bytes; /* in and out (allreduce) */
     int32_t *host;
 } ctx_t;
@@ -52,7 +49,6 @@ static int call(ctx_t *c, const char *what, char *in, char *out, int r, uint64_t
     size_t n = c->bytes / 4;
     uint64_t zc0 = __atomic_load_n(&c->p->zc_runs, __ATOMIC_RELAXED);
     uint64_t runs0 = __atomic_load_n(&c->p->runs, __ATOMIC_RELAXED);
-    uint64_t fused0 = __atomic_load_n(&c->p->fused_runs, __ATOMIC_RELAXED), want_fused = !want_zc && c->fused;
     weft_status_t st;
     for (size_t i = 0; i < n; i++) c->host[i] = value(c->rank, i, r);
     rank_step("%s", what);
@@ -73,10 +69,6 @@ static int call(ctx_t *c, const char *what, char *in, char *out, int r, uint64_t
         return rank_fail("%s: %llu zero-copy runs, want %llu", what,
                          (unsigned long long)(__atomic_load_n(&c->p->zc_runs, __ATOMIC_RELAXED) - zc0),
                          (unsigned long long)want_zc);
-    if (__atomic_load_n(&c->p->fused_runs, __ATOMIC_RELAXED) - fused0 != want_fused)
-        return rank_fail("%s: %llu runs with the copies in the kernel, want %llu", what,
-                         (unsigned long long)(__atomic_load_n(&c->p->fused_runs, __ATOMIC_RELAXED) - fused0),
-                         (unsigned long long)want_fused);
     return 0;
 }
 
@@ -90,8 +82,6 @@ static int rank_main(int rank, int nranks, void *arg)
 
     memset(&c, 0, sizeof(c));
     if (zc->env_off) setenv("WEFT_EXEC_ZERO_COPY", "0", 1);
-    if (zc->fused_off) setenv("WEFT_EXEC_FUSED_COPY", "0", 1);
-    c.fused = !zc->fused_off;
     snprintf(path, sizeof(path), "%s/t/coll/plans/mscclpp/%s", TOP_SRCDIR, zc->file);
     if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, NULL, &c.comm) != WEFT_OK ||
         weft_stream_create(c.comm, &c.s) != WEFT_OK || weft_plan_load(path, &c.p) != WEFT_OK)
@@ -139,17 +129,14 @@ static int rank_main(int rank, int nranks, void *arg)
 int main(void)
 {
     static const zc_case_t cases[] = {
-        {"allreduce_packet.json", 0, 0}, /* LL: peers write this rank's scratch only */
-        {"allreduce_packet.json", 1, 0}, /* the same with the parameter off: copies (in the kernel) */
-        {"allreduce_packet.json", 1, 1}, /* ... stream copies */
-        {"allreduce.json", 0, 0},        /* Simple: peers read this rank's input: copies, in the kernel */
-        {"allreduce.json", 0, 1},        /* ... as stream copies around the launch */
+        {"allreduce_packet.json", 0}, /* LL: peers write this rank's scratch only */
+        {"allreduce_packet.json", 1}, /* the same with the parameter off: copies */
+        {"allreduce.json", 0},        /* Simple: peers read this rank's input: copies */
     };
     plan((int)(sizeof(cases) / sizeof(cases[0])));
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         ok(run_ranks(2, 60000, rank_main, (void *)&cases[i], NULL),
-           "%s%s%s: right results, zero copy exactly where the plan and the buffers admit it, else copies in the "
-           "kernel unless WEFT_EXEC_FUSED_COPY=0", cases[i].file, cases[i].env_off ? " with WEFT_EXEC_ZERO_COPY=0" : "",
-           cases[i].fused_off ? " with WEFT_EXEC_FUSED_COPY=0" : "");
+           "%s%s: right results, zero copy exactly where the plan and the buffers admit it", cases[i].file,
+           cases[i].env_off ? " with WEFT_EXEC_ZERO_COPY=0" : "");
     return test_done();
 }
