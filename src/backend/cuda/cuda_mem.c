@@ -58,6 +58,20 @@ weft_status_t weft_cuda_mem_query(weft_gpu_ctx_t *ctx, const void *ptr, weft_gpu
         return WEFT_ERR_NOT_FOUND;
     if (pointer_attribute(&legacy_ipc, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, p) != CUDA_SUCCESS)
         legacy_ipc = 0;
+    if (!legacy_ipc) {
+        /* cuMem memory: the range attributes describe the owner's address
+         * reservation, which may hold several mappings or unmapped space
+         * (a reservation larger than what is mapped in it); what is shared
+         * is the one mapping (one allocation) the pointer is in */
+        CUdeviceptr mbase = 0;
+        size_t msize = 0;
+        if (pointer_attribute(&mbase, CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR, p) == CUDA_SUCCESS &&
+            pointer_attribute(&msize, CU_POINTER_ATTRIBUTE_MAPPING_SIZE, p) == CUDA_SUCCESS && msize && mbase <= p &&
+            p < mbase + msize) {
+            base = mbase;
+            size = msize;
+        }
+    }
     alloc->ptr = (void *)(uintptr_t)base;
     alloc->size = size;
     /* runtime memory: a legacy IPC handle of the base (gpurt_ipc_export);
