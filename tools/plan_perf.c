@@ -180,13 +180,15 @@ static double bus_factor(const pctx_t *c)
 }
 
 /* One sweep over the sizes in one type and op; 0, 1 (wrong values) or 4 (failure). */
-/* WEFT_EXEC_ZERO_COPY as this process reads it: 1 (the default) runs plans
- * on the caller's buffers where they admit it, 0 copies through the plan's. */
-static long exec_zero_copy(void)
+/* An INT parameter as this process reads it (WEFT_EXEC_ZERO_COPY: 1, the
+ * default, runs plans on the caller's buffers where they admit it, 0
+ * copies through the plan's; WEFT_EXEC_FIT_THREADS: threads per block
+ * fitted to the message or the plan's); -1 if unknown. */
+static long param_value(const char *name)
 {
     weft_param_desc_t d;
     for (size_t i = 0; weft_param_describe(i, &d) == WEFT_OK; i++)
-        if (!strcmp(d.name, "WEFT_EXEC_ZERO_COPY")) return d.int_value;
+        if (!strcmp(d.name, name)) return d.int_value;
     return -1;
 }
 
@@ -201,9 +203,10 @@ static int sweep(pctx_t *c, int first)
     if (c->rank == 0) {
         if (first) {
             printf("# weft-perf --plan %s: plan %s (%s, %d ranks, %s, %s), %d iterations (+%d warm-up), check %s, "
-                   "WEFT_EXEC_ZERO_COPY=%ld%s\n",
+                   "WEFT_EXEC_ZERO_COPY=%ld, WEFT_EXEC_FIT_THREADS=%ld%s\n",
                    c->job->path, c->info.name, c->info.collective, c->nranks, c->info.inplace ? "in place" : "out of place",
-                   c->info.packet ? "LL" : "Simple", o->iters, o->warmup, o->check ? "on" : "off", exec_zero_copy(),
+                   c->info.packet ? "LL" : "Simple", o->iters, o->warmup, o->check ? "on" : "off",
+                   param_value("WEFT_EXEC_ZERO_COPY"), param_value("WEFT_EXEC_FIT_THREADS"),
                    c->job->vs_builtin ? ", vs weft's built-in algorithm" : "");
         }
         printf("#\n# %12s %12s %8s %6s %10s %8s %8s %7s", "size", "count", "type", "redop", "time(us)", "algbw",

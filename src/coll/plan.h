@@ -176,6 +176,9 @@ struct weft_plan {
     /* of those, the ones that ran on the caller's buffers, without the
      * copies in and out (plan_exec.c; atomic) */
     uint64_t zc_runs;
+    /* threads per block of the last execution's launch (plan_exec.c's
+     * fit_threads; atomic: tests read it) */
+    uint32_t last_threads;
     /* tests: 0 follows WEFT_EXEC_ZERO_COPY, 1 forces the zero-copy path
      * where the plan admits it, -1 forces the copies */
     int zc_force;

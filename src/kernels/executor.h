@@ -91,6 +91,8 @@ typedef struct {
     uint64_t scr_off;          /* the scratch half of this execution: set by the kernel from calls[] */
     uint64_t scale_bytes;      /* avg: the output bytes to divide by nranks at the end */
     uint32_t align, flag, dtype, op; /* flag: set by the kernel from calls[] (never 0) */
+    uint32_t sub;              /* set by the kernel: WEFT_X_WHOLE, or the chunk of every reference the
+                                * running op is narrowed to (weft_x_run_tbg_op) */
     int32_t rank, nranks;
     uint32_t sw_emulated;      /* the switch channels are the host backend's emulation */
 } weft_exec_args_t;
@@ -106,6 +108,9 @@ enum {
     WEFT_XOP_RECSPKT, WEFT_XOP_GLRES, WEFT_XOP_GSTORE, WEFT_XOP_GSTOREPKT, WEFT_XOP_RLXSIGNAL, WEFT_XOP_RLXWAIT,
     WEFT_XOP_PIPELINE, WEFT_XOP_SEM_ACQUIRE, WEFT_XOP_SEM_RELEASE, WEFT_XOP_GLRE
 };
+
+/* weft_exec_args_t.sub: the op's references as the plan gives them. */
+#define WEFT_X_WHOLE 0xffffffffu
 
 /* A resolved range: where it starts and how many data bytes. */
 typedef struct {
@@ -127,9 +132,13 @@ WEFT_DEVICE uint64_t weft_x_slice_off(uint64_t bytes, uint32_t tb, uint32_t n, u
 WEFT_DEVICE uint64_t weft_x_offset(const weft_exec_args_t *a, const weft_xop_t *o, const weft_xref_t *r, int pkt,
                                    uint64_t off_in, uint64_t unit, uint64_t *bytes_out)
 {
-    uint64_t off = (uint64_t)r->index * a->chunk, bytes = (uint64_t)r->size * a->chunk;
-    uint64_t lo = weft_x_slice_off(bytes, o->tbg_id, o->tbg_size, a->align);
-    uint64_t hi = weft_x_slice_off(bytes, o->tbg_id + 1, o->tbg_size, a->align);
+    uint64_t off = (uint64_t)r->index * a->chunk, bytes = (uint64_t)r->size * a->chunk, lo, hi;
+    if (a->sub != WEFT_X_WHOLE) { /* narrowed to chunk sub of each reference */
+        off += (uint64_t)a->sub * a->chunk;
+        bytes = a->chunk;
+    }
+    lo = weft_x_slice_off(bytes, o->tbg_id, o->tbg_size, a->align);
+    hi = weft_x_slice_off(bytes, o->tbg_id + 1, o->tbg_size, a->align);
     off += lo;
     bytes = hi - lo;
     if (unit) {
@@ -555,12 +564,14 @@ WEFT_DEVICE int weft_x_run_op(const weft_kctx_t *k, const weft_exec_args_t *a, c
  * halves and a one-chunk reduce of the same bytes by halves would hand
  * each block bytes another block wrote, unsynchronised (MSCCL++'s
  * reduce_tbg plan does exactly that). Where every reference of the op
- * spans the same n > 1 chunks, the op runs once per chunk, on a copy of
- * it narrowed to that chunk; otherwise as it is.
+ * spans the same n > 1 chunks, the op runs once per chunk, narrowed to
+ * that chunk (a->sub, which weft_x_offset reads: @p a is this thread's own
+ * copy of the arguments); otherwise as it is.
  */
-WEFT_DEVICE int weft_x_run_tbg_op(const weft_kctx_t *k, const weft_exec_args_t *a, const weft_xop_t *o)
+WEFT_DEVICE int weft_x_run_tbg_op(const weft_kctx_t *k, weft_exec_args_t *a, const weft_xop_t *o)
 {
     uint32_t n = 0, same = 1;
+    int bad = 0;
     if (o->tbg_size > 1) {
         for (uint32_t i = 0; i < o->nsrc; i++) {
             if (!n) n = o->src[i].size;
@@ -572,20 +583,12 @@ WEFT_DEVICE int weft_x_run_tbg_op(const weft_kctx_t *k, const weft_exec_args_t *
         }
     }
     if (n > 1 && same) {
-        weft_xop_t one = *o;
-        for (uint32_t c = 0; c < n; c++) {
-            for (uint32_t i = 0; i < o->nsrc; i++) {
-                one.src[i].index = o->src[i].index + c;
-                one.src[i].size = 1;
-            }
-            for (uint32_t i = 0; i < o->ndst; i++) {
-                one.dst[i].index = o->dst[i].index + c;
-                one.dst[i].size = 1;
-            }
-            if (weft_x_run_op(k, a, &one, 0, 0))
-                return 1;
+        for (uint32_t c = 0; c < n && !bad; c++) {
+            a->sub = c;
+            bad = weft_x_run_op(k, a, o, 0, 0);
         }
-        return 0;
+        a->sub = WEFT_X_WHOLE;
+        return bad;
     }
     return weft_x_run_op(k, a, o, 0, 0);
 }
@@ -616,13 +619,19 @@ WEFT_DEVICE int weft_x_port_drain(const weft_kctx_t *k, const weft_exec_args_t *
  * same launch replayed (a CUDA/HIP graph) still pairs with the peers'. */
 WEFT_DEVICE void weft_exec_plan(const weft_kctx_t *k, void *args)
 {
-    const weft_exec_args_t *a0 = (const weft_exec_args_t *)args;
-    weft_exec_args_t la = *a0;
-    const weft_exec_args_t *a = &la;
-    uint64_t call = weft_load_relaxed_u64(&a0->calls[k->block]);
+#if WEFT_ON_GPU
+    /* the launch wrapper's copy of the arguments, this thread's own: the
+     * per-block fields below are set in it (no second copy on the stack) */
+    weft_exec_args_t *a = (weft_exec_args_t *)args;
+#else
+    /* the host backend's blocks share the launch's arguments */
+    weft_exec_args_t la = *(const weft_exec_args_t *)args, *a = &la;
+#endif
+    uint64_t call = weft_load_relaxed_u64(&a->calls[k->block]);
     uint32_t first = a->tb_first[k->block], end = a->tb_first[k->block + 1];
-    la.flag = (uint32_t)(call % 0xffffffffull) + 1;
-    la.scr_off = (call & 1) * a0->scr_half;
+    a->flag = (uint32_t)(call % 0xffffffffull) + 1;
+    a->scr_off = (call & 1) * a->scr_half;
+    a->sub = WEFT_X_WHOLE;
     for (uint32_t i = first; i < end; i++) {
         const weft_xop_t *o = &a->ops[i];
         if (o->code == WEFT_XOP_PIPELINE) {
@@ -654,7 +663,7 @@ WEFT_DEVICE void weft_exec_plan(const weft_kctx_t *k, void *args)
      * (the next launch on the stream sees it) */
     weft_block_sync(k);
     if (k->thread == 0)
-        weft_store_relaxed_u64(&a0->calls[k->block], call + 1);
+        weft_store_relaxed_u64(&a->calls[k->block], call + 1);
 }
 
 #endif

@@ -8,6 +8,11 @@
  * and is not counted; a buffer freed and allocated again (at the same
  * address where the allocator gives it back) between executions gives
  * the new contents' result, never the old buffer's.
+ *
+ * Also the launch's threads per block (WEFT_EXEC_FIT_THREADS): the packet
+ * plan (1024 threads, ops of at most 2 chunks per block) launches 64 at
+ * 64-byte chunks and 256 at 1 KiB chunks (2 KiB a block, 8 bytes a
+ * thread); with the parameter at 0, always the plan's 1024.
  */
 #include "tap/basic.h"
 #include "tap/job.h"
@@ -25,7 +30,9 @@ static weft_unique_id_t id;
 typedef struct {
     const char *file;
     int env_off; /* WEFT_EXEC_ZERO_COPY=0 in the ranks' environment */
+    int fit_off; /* WEFT_EXEC_FIT_THREADS=0 in the ranks' environment */
 } zc_case_t;
+
 
 /* Rank q's input element i in round r. */
 static int32_t value(int q, size_t i, int r)
@@ -72,6 +79,14 @@ static int call(ctx_t *c, const char *what, char *in, char *out, int r, uint64_t
     return 0;
 }
 
+/* The last execution launched @p want threads per block. */
+static int threads_are(const ctx_t *c, const char *what, uint32_t want)
+{
+    uint32_t got = __atomic_load_n(&c->p->last_threads, __ATOMIC_RELAXED);
+    if (got != want) return rank_fail("%s: %u threads per block, want %u", what, got, want);
+    return 0;
+}
+
 static int rank_main(int rank, int nranks, void *arg)
 {
     const zc_case_t *zc = arg;
@@ -82,6 +97,7 @@ static int rank_main(int rank, int nranks, void *arg)
 
     memset(&c, 0, sizeof(c));
     if (zc->env_off) setenv("WEFT_EXEC_ZERO_COPY", "0", 1);
+    if (zc->fit_off) setenv("WEFT_EXEC_FIT_THREADS", "0", 1);
     snprintf(path, sizeof(path), "%s/t/coll/plans/mscclpp/%s", TOP_SRCDIR, zc->file);
     if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, NULL, &c.comm) != WEFT_OK ||
         weft_stream_create(c.comm, &c.s) != WEFT_OK || weft_plan_load(path, &c.p) != WEFT_OK)
@@ -96,6 +112,7 @@ static int rank_main(int rank, int nranks, void *arg)
     if (weft_mem_alloc(c.comm, c.bytes, (void **)&a) != WEFT_OK) return rank_fail("alloc");
     snprintf(what, sizeof(what), "%s: in place on the caller's buffer", zc->file);
     fails += call(&c, what, a, a, 0, (uint64_t)admits);
+    if (!fails && !strcmp(zc->file, "allreduce_packet.json")) fails += threads_are(&c, what, zc->fit_off ? 1024 : 64);
     snprintf(what, sizeof(what), "%s: again (the executor built)", zc->file);
     if (!fails) fails += call(&c, what, a, a, 1, (uint64_t)admits);
 
@@ -118,6 +135,18 @@ static int rank_main(int rank, int nranks, void *arg)
     if (!fails) fails += call(&c, what, big + 16, big + 16, 5, (uint64_t)admits);
     weft_mem_free(c.comm, big);
 
+    if (!fails && !strcmp(zc->file, "allreduce_packet.json")) {
+        /* 1 KiB chunks: the executor rebuilds for the larger message */
+        c.bytes = 1024 * (size_t)c.p->gpus[rank].chunks[0];
+        free(c.host);
+        if (!(c.host = malloc(c.bytes)) || weft_mem_alloc(c.comm, c.bytes, (void **)&a) != WEFT_OK)
+            return rank_fail("alloc");
+        snprintf(what, sizeof(what), "%s: 1 KiB chunks", zc->file);
+        fails += call(&c, what, a, a, 6, (uint64_t)admits);
+        if (!fails) fails += threads_are(&c, what, zc->fit_off ? 1024 : 256);
+        weft_mem_free(c.comm, a);
+    }
+
     weft_stream_synchronize(c.s);
     weft_plan_destroy(c.p);
     free(c.host);
@@ -129,14 +158,16 @@ static int rank_main(int rank, int nranks, void *arg)
 int main(void)
 {
     static const zc_case_t cases[] = {
-        {"allreduce_packet.json", 0}, /* LL: peers write this rank's scratch only */
-        {"allreduce_packet.json", 1}, /* the same with the parameter off: copies */
-        {"allreduce.json", 0},        /* Simple: peers read this rank's input: copies */
+        {"allreduce_packet.json", 0, 0}, /* LL: peers write this rank's scratch only */
+        {"allreduce_packet.json", 1, 0}, /* the same with the parameter off: copies */
+        {"allreduce.json", 0, 0},        /* Simple: peers read this rank's input: copies */
+        {"allreduce_packet.json", 0, 1}, /* the plan's threads per block, always */
     };
     plan((int)(sizeof(cases) / sizeof(cases[0])));
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         ok(run_ranks(2, 60000, rank_main, (void *)&cases[i], NULL),
-           "%s%s: right results, zero copy exactly where the plan and the buffers admit it", cases[i].file,
-           cases[i].env_off ? " with WEFT_EXEC_ZERO_COPY=0" : "");
+           "%s%s%s: right results, zero copy exactly where the plan and the buffers admit it, threads per block "
+           "as WEFT_EXEC_FIT_THREADS says", cases[i].file, cases[i].env_off ? " with WEFT_EXEC_ZERO_COPY=0" : "",
+           cases[i].fit_off ? " with WEFT_EXEC_FIT_THREADS=0" : "");
     return test_done();
 }
