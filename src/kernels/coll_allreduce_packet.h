@@ -35,13 +35,21 @@ WEFT_DEVICE void weft_coll_allreduce_packet(const weft_kctx_t *k, void *args)
         const char *src[WEFT_COLL_MAX_FAN];
         uint64_t pairs = words * (uint64_t)a->nranks;
         int bad = 0;
-        /* peer q's words land at tmp + q * stride (our own slot unused) */
-        for (uint64_t i = weft_gtid(k); i < pairs && !bad; i += weft_gnthreads(k)) {
-            int q = (int)(i / words);
-            uint64_t w = i % words;
-            if (q != a->rank)
-                bad = weft_ll16_unpack(tmp + (uint64_t)q * stride, (weft_ll16_t *)(pkts + (uint64_t)q * a->pkt_slot),
-                                       bytes, pc.flag, w, words, a->ctl, q);
+        /* peer q's words land at tmp + q * stride (our own slot unused);
+         * pair i is (q, w) = (i / words, i % words), stepped without a
+         * division per pair (a 64-bit one costs tens of instructions) */
+        uint64_t i = weft_gtid(k), step = weft_gnthreads(k), div = words ? words : 1;
+        uint64_t step_q = step / div, step_w = step % div, q = i / div, w = i % div;
+        for (; i < pairs && !bad; i += step) {
+            if (q != (uint64_t)a->rank)
+                bad = weft_ll16_unpack(tmp + q * stride, (weft_ll16_t *)(pkts + q * a->pkt_slot), bytes, pc.flag, w,
+                                       words, a->ctl, (int)q);
+            q += step_q;
+            w += step_w;
+            if (w >= words) {
+                w -= words;
+                q++;
+            }
         }
         if (weft_coll_grid_sync_or(k, a, bad))
             return;
