@@ -1155,6 +1155,20 @@ static int sizes_fit(const struct weft_plan *plan, int rank, size_t in_bytes, si
                  plan->name, rank, cin, in_bytes, gpu->chunks[0], cout, out_bytes, gpu->chunks[1]);
         return -1;
     }
+    if (plan->inplace && !gpu->chunks[1] && in_bytes) {
+        /* in place without output chunks, the result is the input, kept
+         * in the output where an in-place call's input lies (allgather: at
+         * rank x input size): the output must reach past it, or the
+         * result would have nowhere to go */
+        size_t end = (strcmp(plan->collective, "allgather") ? 1 : (size_t)rank + 1) * in_bytes;
+        if (out_bytes < end) {
+            snprintf(why, len,
+                     "plan %s: gpus[%d].output_chunks: 0 in an in-place plan, whose result is its input: the "
+                     "output size %zu must cover it (%zu bytes)",
+                     plan->name, rank, out_bytes, end);
+            return -1;
+        }
+    }
     msg = strcmp(plan->collective, "allgather") ? in_bytes : out_bytes;
     if (msg < plan->min_bytes || msg > plan->max_bytes) {
         snprintf(why, len, "plan %s: message size %zu is outside min_message_size %llu .. max_message_size %llu",
