@@ -157,8 +157,11 @@ static int rank_main(int rank, int nranks, void *arg)
         char *b;
         const char *what = "switch plan without multicast";
         weft_status_t st;
+        /* sizes the plan admits (in place without output chunks: an
+         * output over the input), so that only the multicast is refused */
+        size_t ob = 64 * (oc ? oc : info.inplace ? ic : 0);
         if (weft_mem_alloc(comm, 128 * (ic + oc) + 64, (void **)&b) != WEFT_OK) return rank_fail("alloc");
-        st = weft_execute(comm, p, b, b + 64 * ic, 64 * ic, 64 * oc, WEFT_FLOAT32, WEFT_SUM, s);
+        st = weft_execute(comm, p, b, b + 64 * ic, 64 * ic, ob, WEFT_FLOAT32, WEFT_SUM, s);
         weft_mem_free(comm, b);
         if (st != WEFT_OK && st != WEFT_ERR_UNSUPPORTED) fails += rank_fail("%s: %s", what, weft_status_string(st));
         if (st == WEFT_OK) fails += rank_fail("%s: accepted, but it cannot run here", what);
