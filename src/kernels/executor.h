@@ -137,10 +137,12 @@ WEFT_DEVICE uint64_t weft_x_offset(const weft_exec_args_t *a, const weft_xop_t *
         off += (uint64_t)a->sub * a->chunk;
         bytes = a->chunk;
     }
-    lo = weft_x_slice_off(bytes, o->tbg_id, o->tbg_size, a->align);
-    hi = weft_x_slice_off(bytes, o->tbg_id + 1, o->tbg_size, a->align);
-    off += lo;
-    bytes = hi - lo;
+    if (o->tbg_size > 1) { /* the group's slice (64-bit divisions: only where there is a group) */
+        lo = weft_x_slice_off(bytes, o->tbg_id, o->tbg_size, a->align);
+        hi = weft_x_slice_off(bytes, o->tbg_id + 1, o->tbg_size, a->align);
+        off += lo;
+        bytes = hi - lo;
+    }
     if (unit) {
         bytes = off_in >= bytes ? 0 : (bytes - off_in < unit ? bytes - off_in : unit);
         off += off_in;
@@ -207,11 +209,21 @@ WEFT_DEVICE uint64_t weft_x_reduce8(const weft_exec_args_t *a, uint64_t acc, uin
     return acc;
 }
 
+/*
+ * Plain 8-byte data accesses. What a peer wrote is read only after an op
+ * synchronised with it (a wait's acquire, then the block barrier), and
+ * what we write for a peer is published by a later signal's release, so
+ * no access here needs to be volatile: volatile ones cannot overlap (each
+ * waits out the memory's latency) and bypass the L1. On an H200 each op
+ * of a small message took about 2 us with them (timestamps in the
+ * kernel); a test plan of two dependent packet hops went from 11.4 to
+ * 8.3 us with plain accesses and no group slicing where there is no group.
+ */
 WEFT_DEVICE uint64_t weft_x_ld8(const char *p)
 {
     uint64_t v;
 #if WEFT_ON_GPU
-    v = *(const volatile uint64_t *)p;
+    v = *(const uint64_t *)p;
 #else
     memcpy(&v, p, 8);
 #endif
@@ -221,7 +233,7 @@ WEFT_DEVICE uint64_t weft_x_ld8(const char *p)
 WEFT_DEVICE void weft_x_st8(char *p, uint64_t v)
 {
 #if WEFT_ON_GPU
-    *(volatile uint64_t *)p = v;
+    *(uint64_t *)p = v;
 #else
     memcpy(p, &v, 8);
 #endif
