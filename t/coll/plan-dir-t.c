@@ -186,6 +186,9 @@ int main(void)
     char from[4400], to[4400];
     FILE *f;
 
+    /* it fills and reads its buffers from the host: the host backend,
+     * whatever the environment names (as coll-t) */
+    setenv("WEFT_BACKEND", "host", 1);
     snprintf(dir, sizeof(dir), "%s/weft-plan-dir-%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
     if (mkdtemp(strcat(dir, "-XXXXXX")) == NULL) bail("cannot create a directory under /tmp");
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
