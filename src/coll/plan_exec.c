@@ -9,8 +9,12 @@
  * semaphore per memory channel (the k-th channel of rank r to rank p pairs
  * with the k-th of p to r), the port channels (plan_port.c: a proxy, one
  * semaphore per port channel paired the same way, over IPC on this host
- * and the network transport across hosts), the switch channels, the
- * device semaphores and barrier words, and the op array in device memory.
+ * and the network transport across hosts), the switch channels (each
+ * over the whole communicator, its buffer type's on every rank; where the
+ * plan's rank group holds some ranks only, the host backend's emulation
+ * reaches the group's members only, executor.h, and GPU backends refuse
+ * the plan), the device semaphores and barrier words, and the op array in
+ * device memory.
  * A call runs the kernel on the caller's own buffers where it can (zero
  * copy, below); otherwise it copies the caller's input into the plan's
  * input buffer, runs the kernel and copies the output out, all on the
@@ -322,9 +326,19 @@ static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_
     /* the device tables */
     {
         uint32_t nb = gpu->ntb, nr = gpu->nrbuf;
-        size_t o_ops, o_first, o_rptr, o_rtype, o_mc, o_sw, o_pc, o_prm, o_prb, total;
+        size_t o_ops, o_first, o_rptr, o_rtype, o_mc, o_sw, o_swg, o_pc, o_prm, o_prb, total;
         char *host;
         weft_switch_channel_dev_t sw[3];
+        const weft_plan_switch_t *grp[3] = {NULL, NULL, NULL};
+        int subset = 0;
+        /* this rank's channel over each buffer type (one at most:
+         * weft_plan_admits), and whether one reaches some ranks only */
+        for (int t = 0; t < 3; t++)
+            for (uint32_t s = 0; s < gpu->nsw; s++)
+                if (storage(plan, gpu->sw[s].type) == storage(plan, t)) {
+                    grp[t] = &gpu->sw[s];
+                    subset |= gpu->sw[s].nranks < (uint32_t)n;
+                }
         for (uint32_t b = 0; b < nb; b++) nops += gpu->tb[b].nops;
         o_ops = 0;
         o_first = ALIGN64(o_ops + (size_t)nops * sizeof(weft_xop_t));
@@ -332,7 +346,8 @@ static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_
         o_rtype = ALIGN64(o_rptr + (size_t)nr * sizeof(char *));
         o_mc = ALIGN64(o_rtype + nr);
         o_sw = ALIGN64(o_mc + (size_t)nmc * sizeof(weft_sema_dev_t));
-        o_pc = ALIGN64(o_sw + sizeof(sw));
+        o_swg = ALIGN64(o_sw + sizeof(sw));
+        o_pc = ALIGN64(o_swg + (subset ? 3 * (size_t)n * sizeof(int32_t) : 0));
         o_prm = ALIGN64(o_pc + (size_t)npc * sizeof(weft_port_channel_dev_t));
         o_prb = ALIGN64(o_prm + (size_t)nr * sizeof(uint32_t));
         total = o_prb + (size_t)nr * sizeof(uint64_t);
@@ -429,6 +444,17 @@ static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_
             }
             memcpy(host + o_mc, mch, (size_t)nmc * sizeof(weft_sema_dev_t));
             memcpy(host + o_sw, sw, sizeof(sw));
+            for (int t = 0; subset && t < 3; t++) {
+                /* a group: its members in rank order (the emulation's
+                 * reduce order), whatever order the plan lists them in */
+                int32_t *m = (int32_t *)(host + o_swg) + (size_t)t * (size_t)n;
+                uint32_t k = 0;
+                if (!grp[t] || grp[t]->nranks >= (uint32_t)n) continue;
+                for (int p = 0; p < n; p++)
+                    for (uint32_t q = 0; q < grp[t]->nranks; q++)
+                        if (grp[t]->ranks[q] == (uint32_t)p) m[k++] = p;
+                x->args.sw_ngroup[t] = k;
+            }
             if ((status = weft_plan_port_start(x->port, (weft_port_channel_dev_t *)(host + o_pc),
                                                (uint32_t *)(host + o_prm), (uint64_t *)(host + o_prb),
                                                &x->args.port)) != WEFT_OK) {
@@ -450,6 +476,7 @@ static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_
             x->args.rbuf_type = (const uint8_t *)(d + o_rtype);
             x->args.mc = (weft_sema_dev_t *)(d + o_mc);
             x->args.sw = (const weft_switch_channel_dev_t *)(d + o_sw);
+            x->args.sw_group = subset ? (const int32_t *)(d + o_swg) : NULL;
             x->args.port.ch = (weft_port_channel_dev_t *)(d + o_pc);
             x->args.port.rmem = (const uint32_t *)(d + o_prm);
             x->args.port.rbase = (const uint64_t *)(d + o_prb);
@@ -603,10 +630,13 @@ weft_status_t weft_plan_admits(const weft_comm_t *comm, const struct weft_plan *
                          comm->gpu->name);
                 return WEFT_ERR_UNSUPPORTED;
             }
-            if (plan->gpus[g].sw[s].nranks != plan->ngpus) {
+            /* the host backend's emulation reaches a group's members only
+             * (executor.h); a GPU would need a multicast object over them */
+            if (plan->gpus[g].sw[s].nranks != plan->ngpus && (comm->caps & WEFT_CAP_GPU)) {
                 snprintf(why, len,
-                         "plan %s: gpus[%u].channels: switch channels over some ranks only are not run yet",
-                         plan->name, g);
+                         "plan %s: gpus[%u].channels: a switch channel over %u of the %u ranks is run on the host "
+                         "backend's emulated multicast only: backend %s builds multicast objects over every rank",
+                         plan->name, g, plan->gpus[g].sw[s].nranks, plan->ngpus, comm->gpu->name);
                 return WEFT_ERR_UNSUPPORTED;
             }
             for (uint32_t q = 0; q <= s; q++) {

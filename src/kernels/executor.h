@@ -95,6 +95,13 @@ typedef struct {
                                 * running op is narrowed to (weft_x_run_tbg_op) */
     int32_t rank, nranks;
     uint32_t sw_emulated;      /* the switch channels are the host backend's emulation */
+    /* host emulation, a switch channel over some of the ranks only (its
+     * rank group): the members of this rank's channel over buffer type t,
+     * in rank order, sw_ngroup[t] of them from sw_group[t * nranks] on;
+     * sw_ngroup[t] 0 (always on a GPU, which refuses such plans): every
+     * rank, the channel's own loops */
+    const int32_t *sw_group;
+    uint32_t sw_ngroup[3];
 } weft_exec_args_t;
 
 /* An op's channel_type port (weft_plan_chan_t's WEFT_PLAN_CHAN_PORT). */
@@ -283,19 +290,31 @@ WEFT_DEVICE int weft_x_barrier(const weft_kctx_t *k, const weft_exec_args_t *a, 
     return weft_block_sync_or(k, bad);
 }
 
-/* Switch-channel reduce of 16 bytes at @p off of every rank's @p c buffer. */
-WEFT_DEVICE void weft_x_sw_reduce16(const weft_exec_args_t *a, const weft_switch_channel_dev_t *c, uint64_t off,
-                                    uint64_t v[2])
+/* Switch-channel reduce of 16 bytes at @p off of the buffers of type @p t
+ * the rank's channel binds: every rank's, or its group's. */
+WEFT_DEVICE void weft_x_sw_reduce16(const weft_exec_args_t *a, uint32_t t, uint64_t off, uint64_t v[2])
 {
+    const weft_switch_channel_dev_t *c = &a->sw[t];
 #if WEFT_ON_GPU
     weft_vec16_t r = weft_sc_reduce16(c, off, (weft_dtype_t)a->dtype);
     v[0] = (uint64_t)r.w[0] | (uint64_t)r.w[1] << 32;
     v[1] = (uint64_t)r.w[2] | (uint64_t)r.w[3] << 32;
 #else
+    uint64_t x[2];
+    if (a->sw_ngroup[t]) {
+        /* the emulated multicast over a group: its members' buffers, in rank order */
+        const int32_t *g = a->sw_group + (size_t)t * (size_t)a->nranks;
+        memcpy(v, c->mc + (uint64_t)g[0] * c->stride + off, 16);
+        for (uint32_t i = 1; i < a->sw_ngroup[t]; i++) {
+            memcpy(x, c->mc + (uint64_t)g[i] * c->stride + off, 16);
+            v[0] = weft_x_reduce8(a, v[0], x[0]);
+            v[1] = weft_x_reduce8(a, v[1], x[1]);
+        }
+        return;
+    }
     /* the emulated multicast: every rank's buffer, in rank order */
     memcpy(v, c->mc + off, 16);
     for (int32_t p = 1; p < c->nranks; p++) {
-        uint64_t x[2];
         memcpy(x, c->mc + (uint64_t)p * c->stride + off, 16);
         v[0] = weft_x_reduce8(a, v[0], x[0]);
         v[1] = weft_x_reduce8(a, v[1], x[1]);
@@ -303,13 +322,25 @@ WEFT_DEVICE void weft_x_sw_reduce16(const weft_exec_args_t *a, const weft_switch
 #endif
 }
 
-WEFT_DEVICE void weft_x_sw_store16(const weft_switch_channel_dev_t *c, uint64_t off, const uint64_t v[2])
+/* Switch-channel store of 16 bytes at @p off of the buffers of type @p t
+ * the rank's channel binds: every rank's, or its group's. */
+WEFT_DEVICE void weft_x_sw_store16(const weft_exec_args_t *a, uint32_t t, uint64_t off, const uint64_t v[2])
 {
+    const weft_switch_channel_dev_t *c = &a->sw[t];
     weft_vec16_t w;
     w.w[0] = (uint32_t)v[0];
     w.w[1] = (uint32_t)(v[0] >> 32);
     w.w[2] = (uint32_t)v[1];
     w.w[3] = (uint32_t)(v[1] >> 32);
+#if !WEFT_ON_GPU
+    if (a->sw_ngroup[t]) {
+        /* the emulated multicast over a group: its members' buffers only */
+        const int32_t *g = a->sw_group + (size_t)t * (size_t)a->nranks;
+        for (uint32_t i = 0; i < a->sw_ngroup[t]; i++)
+            memcpy(c->mc + (uint64_t)g[i] * c->stride + off, &w, 16);
+        return;
+    }
+#endif
     weft_sc_store16(c, off, w);
 }
 
@@ -509,17 +540,16 @@ WEFT_DEVICE int weft_x_run_op(const weft_kctx_t *k, const weft_exec_args_t *a, c
     }
     case WEFT_XOP_GLRES:
     case WEFT_XOP_GLRE: {
-        /* reduce the group's src range; glres: store to every rank's dst; glre: to ours */
-        const weft_switch_channel_dev_t *cs = &a->sw[o->src[0].type];
+        /* reduce the group's src range; glres: store to each member's dst; glre: to ours */
+        uint32_t st = o->src[0].type, dt = o->dst[0].type;
         weft_xrange_t s = weft_x_range(a, o, &o->src[0], 0, it, unit);
         weft_xrange_t d = weft_x_range(a, o, &o->dst[0], 0, it, unit);
-        uint64_t soff = (uint64_t)(s.p - cs->local);
+        uint64_t soff = (uint64_t)(s.p - a->sw[st].local);
         for (uint64_t u = tid; u < s.bytes / 16; u += nt) {
             uint64_t v[2];
-            weft_x_sw_reduce16(a, cs, soff + 16 * u, v);
+            weft_x_sw_reduce16(a, st, soff + 16 * u, v);
             if (o->code == WEFT_XOP_GLRES) {
-                const weft_switch_channel_dev_t *cd = &a->sw[o->dst[0].type];
-                weft_x_sw_store16(cd, (uint64_t)(d.p - cd->local) + 16 * u, v);
+                weft_x_sw_store16(a, dt, (uint64_t)(d.p - a->sw[dt].local) + 16 * u, v);
             } else {
                 weft_x_st8(d.p + 16 * u, v[0]);
                 weft_x_st8(d.p + 16 * u + 8, v[1]);
@@ -529,11 +559,11 @@ WEFT_DEVICE int weft_x_run_op(const weft_kctx_t *k, const weft_exec_args_t *a, c
     }
     case WEFT_XOP_GSTORE:
     case WEFT_XOP_GSTOREPKT: {
-        const weft_switch_channel_dev_t *cd = &a->sw[o->dst[0].type];
+        uint32_t dt = o->dst[0].type;
         int pkt = o->code == WEFT_XOP_GSTOREPKT;
         weft_xrange_t s = weft_x_range(a, o, &o->src[0], pkt, it, unit);
         weft_xrange_t d = weft_x_range(a, o, &o->dst[0], pkt, it, unit);
-        uint64_t doff = (uint64_t)(d.p - cd->local);
+        uint64_t doff = (uint64_t)(d.p - a->sw[dt].local);
         for (uint64_t u = tid; u < s.bytes / 16 && !bad; u += nt) {
             uint64_t v[2];
             if (pkt) {
@@ -543,14 +573,14 @@ WEFT_DEVICE int weft_x_run_op(const weft_kctx_t *k, const weft_exec_args_t *a, c
                     break;
                 v[0] = weft_ll_half((uint32_t)x0, a->flag);
                 v[1] = weft_ll_half((uint32_t)(x0 >> 32), a->flag);
-                weft_x_sw_store16(cd, doff + 32 * u, v);
+                weft_x_sw_store16(a, dt, doff + 32 * u, v);
                 v[0] = weft_ll_half((uint32_t)x1, a->flag);
                 v[1] = weft_ll_half((uint32_t)(x1 >> 32), a->flag);
-                weft_x_sw_store16(cd, doff + 32 * u + 16, v);
+                weft_x_sw_store16(a, dt, doff + 32 * u + 16, v);
             } else {
                 v[0] = weft_x_ld8(s.p + 16 * u);
                 v[1] = weft_x_ld8(s.p + 16 * u + 8);
-                weft_x_sw_store16(cd, doff + 16 * u, v);
+                weft_x_sw_store16(a, dt, doff + 16 * u, v);
             }
         }
         return weft_block_sync_or(k, bad);

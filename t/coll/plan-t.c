@@ -6,7 +6,11 @@
  * types and every operation; every "test" plan runs to completion; switch
  * plans run on the multicast (the host backend's emulation; on a GPU
  * backend without multicast they must be refused with
- * WEFT_ERR_UNSUPPORTED); plans with port channels run over the proxy
+ * WEFT_ERR_UNSUPPORTED, as must plans with a switch channel over some of
+ * the ranks only on any GPU backend); MSCCL++'s switch unit plans, whose
+ * channel spans ranks 0 and 1 of 3, give their results in the executor's
+ * buffers, reaching rank 2 nowhere (check_switch_unit); plans with port
+ * channels run over the proxy
  * (t/coll/plan-port-t checks their data and runs them across hosts); plans
  * that can never complete (a wait no op of the plan satisfies) are refused
  * before anything runs. Every allreduce and allgather plan runs both ways:
@@ -40,6 +44,7 @@ typedef struct {
     int refused_mc; /* switch channels where NCCL_NVLS_ENABLE=0 keeps multicast off */
     int stuck;      /* the plan can never complete (weft_execute must refuse it) */
     int sw;         /* the plan has switch channels */
+    int subset;     /* one of them over some of the ranks only */
 } job_t;
 
 static const struct {
@@ -66,6 +71,88 @@ static int plan_admits_zc(const weft_plan_t *p)
             if (gp->sw[k].type != WEFT_PLAN_BUF_SCRATCH) return 0;
     }
     return 1;
+}
+
+/* Input element i of rank q (the switch unit plans), exact in f32. */
+static float unit_in(int q, size_t i)
+{
+    return (float)(100 * (q + 1) + (int)i);
+}
+
+/* Rank 0's scratch element i before switch_broadcast_test's store. */
+static float unit_scr(size_t i)
+{
+    return (float)(-7 - 3 * (int)i);
+}
+
+/*
+ * MSCCL++'s switch unit plans: 3 ranks, a switch channel over the inputs
+ * of ranks 0 and 1 (rank 2 in no group); rank 0 alone runs one op, which
+ * stores its scratch chunk into the group's input chunk 0
+ * (switch_broadcast_test, gstore: ranks 0 and 1 then hold it) or reduces
+ * the group's input chunk 0 into its scratch (switch_reduce_test, glre:
+ * the sum of ranks 0 and 1's inputs, not rank 2's). The plans order
+ * nothing themselves, so after the first (setup) execution of @p p (done:
+ * one chunk of 64 bytes, from @p b into @p out), a second one in order:
+ * ranks 1 and 2 copy their inputs in, then rank 0 (its scratch set
+ * beforehand) runs; bootstrap barriers between. Then every rank reads the
+ * executor's buffers: rank 2's input must be what it copied in.
+ */
+static int check_switch_unit(weft_comm_t *comm, weft_stream_t *s, weft_plan_t *p, int rank, char *b, char *out,
+                             int bcast)
+{
+    enum { N = 16 }; /* 64 bytes of f32 */
+    const char *what = bcast ? "switch_broadcast_test" : "switch_reduce_test";
+    float in[N], got[N], scr[N], want;
+    void *pin, *pscr;
+    size_t nin, nscr;
+    weft_status_t st;
+    int fails = 0;
+    for (size_t i = 0; i < N; i++) in[i] = unit_in(rank, i);
+    if (weft_bootstrap_barrier(comm) != WEFT_OK) return rank_fail("%s: barrier: %s", what, weft_get_last_error());
+    if (weft_plan_buffer(comm, p, WEFT_PLAN_BUF_INPUT, &pin, &nin) != WEFT_OK || nin < sizeof(in) ||
+        weft_plan_buffer(comm, p, WEFT_PLAN_BUF_SCRATCH, &pscr, &nscr) != WEFT_OK)
+        return rank_fail("%s: the executor's buffers", what);
+    if (rank == 0 && bcast) {
+        for (size_t i = 0; i < N; i++) scr[i] = unit_scr(i);
+        if (nscr < sizeof(scr) || weft_memcpy(s, pscr, scr, sizeof(scr)) != WEFT_OK ||
+            weft_stream_synchronize(s) != WEFT_OK)
+            return rank_fail("%s: setting rank 0's scratch", what);
+    }
+    for (int turn = 0; turn < 2; turn++) {
+        if ((rank == 0) == (turn == 1)) {
+            rank_step("%s: the checked execution", what);
+            st = weft_memcpy(s, b, in, sizeof(in));
+            if (st == WEFT_OK) st = weft_execute(comm, p, b, out, sizeof(in), sizeof(in), WEFT_FLOAT32, WEFT_SUM, s);
+            if (st == WEFT_OK) st = weft_stream_synchronize(s);
+            if (st != WEFT_OK)
+                return rank_fail("%s: second execution: %s: %s", what, weft_status_string(st), weft_get_last_error());
+        }
+        if (weft_bootstrap_barrier(comm) != WEFT_OK) return rank_fail("%s: barrier: %s", what, weft_get_last_error());
+    }
+    if (weft_memcpy(s, got, pin, sizeof(got)) != WEFT_OK ||
+        (rank == 0 && !bcast && weft_memcpy(s, scr, pscr, sizeof(scr)) != WEFT_OK) ||
+        weft_stream_synchronize(s) != WEFT_OK)
+        return rank_fail("%s: reading the executor's buffers", what);
+    for (size_t i = 0; i < N && !fails; i++) {
+        /* the input: rank 0's scratch where the store reached it (ranks 0
+         * and 1), else as copied in */
+        want = bcast && rank < 2 ? unit_scr(i) : in[i];
+        if (got[i] != want)
+            fails += rank_fail("%s: rank %d's input element %zu is %g, want %g (%s)", what, rank, i, (double)got[i],
+                               (double)want,
+                               bcast && rank < 2 ? "rank 0's scratch, stored through the group"
+                               : rank == 2       ? "rank 2 is in no group: untouched"
+                                                 : "untouched");
+    }
+    for (size_t i = 0; rank == 0 && !bcast && i < N && !fails; i++) {
+        want = unit_in(0, i) + unit_in(1, i);
+        if (scr[i] != want)
+            fails += rank_fail("%s: rank 0's scratch element %zu is %g, want %g (ranks 0 and 1's sum%s)", what, i,
+                               (double)scr[i], (double)want,
+                               scr[i] == want + unit_in(2, i) ? ", not rank 2's too" : "");
+    }
+    return fails;
 }
 
 static int run_one(weft_comm_t *comm, weft_stream_t *s, weft_plan_t *p, const weft_plan_info_t *info, int rank,
@@ -147,15 +234,18 @@ static int rank_main(int rank, int nranks, void *arg)
     if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, &cfg, &comm) != WEFT_OK ||
         weft_stream_create(comm, &s) != WEFT_OK)
         return rank_fail("init on %s: %s", backend, weft_get_last_error());
-    /* a GPU without multicast (or with NVLS off) must refuse switch plans */
-    no_mc = j->sw && !(comm->caps & WEFT_CAP_MULTICAST) && strcmp(backend, "host");
+    /* a GPU without multicast (or with NVLS off) must refuse switch plans,
+     * any GPU those with a switch channel over some ranks only */
+    no_mc = j->sw && strcmp(backend, "host") && (!(comm->caps & WEFT_CAP_MULTICAST) || j->subset);
     if (weft_plan_load(j->path, &p) != WEFT_OK) return rank_fail("load: %s", weft_get_last_error());
     weft_plan_info(p, &info);
     /* this rank's chunk counts (plan.h) */
     size_t ic = p->gpus[rank].chunks[0], oc = p->gpus[rank].chunks[1];
     if (j->refused_mc || no_mc) {
         char *b;
-        const char *what = "switch plan without multicast";
+        const char *what = j->subset && !j->refused_mc && (comm->caps & WEFT_CAP_MULTICAST)
+                               ? "switch channel over some ranks only on a GPU"
+                               : "switch plan without multicast";
         weft_status_t st;
         /* sizes the plan admits (in place without output chunks: an
          * output over the input), so that only the multicast is refused */
@@ -187,6 +277,10 @@ static int rank_main(int rank, int nranks, void *arg)
         weft_status_t st = weft_execute(comm, p, b, b + bytes, 64 * ic, 64 * oc, WEFT_FLOAT32, WEFT_SUM, s);
         if (st == WEFT_OK) st = weft_stream_synchronize(s);
         if (st != WEFT_OK) fails += rank_fail("%s: %s: %s", info.name, weft_status_string(st), weft_get_last_error());
+        else if (strstr(j->path, "/unit_tests__switch_broadcast_test.json"))
+            fails += check_switch_unit(comm, s, p, rank, b, b + bytes, 1);
+        else if (strstr(j->path, "/unit_tests__switch_reduce_test.json"))
+            fails += check_switch_unit(comm, s, p, rank, b, b + bytes, 0);
         weft_mem_free(comm, b);
     } else {
         static const size_t mult[3] = {1, 3, 16};
@@ -215,22 +309,6 @@ static int rank_main(int rank, int nranks, void *arg)
     weft_stream_destroy(s);
     weft_comm_destroy(comm);
     return fails;
-}
-
-/* Plans the executor does not run right yet (see the README): reported
- * as skipped, with why, rather than passed. */
-static const struct {
-    const char *file, *why;
-} known[] = {
-    {"unit_tests__switch_broadcast_test.json", "switch channels over a subset of the ranks"},
-    {"unit_tests__switch_reduce_test.json", "switch channels over a subset of the ranks"},
-};
-
-static const char *known_why(const char *base)
-{
-    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-        if (!strcmp(base, known[i].file)) return known[i].why;
-    return NULL;
 }
 
 /* In a child, so that this process never starts a GPU runtime before forking ranks. */
@@ -273,6 +351,9 @@ int main(void)
                 weft_plan_info(p, &info);
                 j->nranks = info.nranks;
                 j->stuck = info.never_completes != NULL;
+                j->subset = 0;
+                for (uint32_t g = 0; g < p->ngpus; g++)
+                    for (uint32_t q = 0; q < p->gpus[g].nsw; q++) j->subset |= p->gpus[g].sw[q].nranks != p->ngpus;
                 snprintf(j->collective, sizeof(j->collective), "%s", info.collective);
                 weft_plan_destroy(p);
                 {
@@ -299,15 +380,13 @@ int main(void)
     for (int i = 0; i < n; i++) {
         ranks_result_t r;
         const char *base = strrchr(jobs[i].path, '/') + 1;
-        if (known_why(base) && !getenv("PLAN_T_ALL")) {
-            skip("%s: not run right yet: %s", base, known_why(base));
-            continue;
-        }
         ok(run_ranks(jobs[i].nranks, 60000, rank_main, &jobs[i], &r), "%s (%s, %d ranks)%s", base,
            jobs[i].collective, jobs[i].nranks,
-           jobs[i].refused_mc ? ": refused, no multicast (NCCL_NVLS_ENABLE=0)"
-           : jobs[i].stuck    ? ": refused, it can never complete (a wait no op satisfies)"
-                              : "");
+           jobs[i].refused_mc                       ? ": refused, no multicast (NCCL_NVLS_ENABLE=0)"
+           : jobs[i].stuck                          ? ": refused, it can never complete (a wait no op satisfies)"
+           : jobs[i].subset && strcmp(backend, "host") ? ": refused, a switch channel over some ranks only on a GPU"
+           : jobs[i].subset                         ? ": a switch channel over some ranks only"
+                                                    : "");
     }
     return test_done();
 }
