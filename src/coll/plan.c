@@ -921,6 +921,49 @@ static void plan_free(struct weft_plan *plan)
     free(plan);
 }
 
+/* 1 if switch group @p a holds the same ranks as @p b (any order). */
+static int same_group(const weft_plan_switch_t *a, const weft_plan_switch_t *b)
+{
+    if (a->nranks != b->nranks) return 0;
+    for (uint32_t i = 0; i < a->nranks; i++) {
+        uint32_t k = 0;
+        while (k < b->nranks && b->ranks[k] != a->ranks[i]) k++;
+        if (k == b->nranks) return 0;
+    }
+    return 1;
+}
+
+/*
+ * Every member of a rank's switch group declares the same group over the
+ * same buffer type: the group is one multicast object, and a member that
+ * saw another (or none) would reduce or store over other ranks than its
+ * peers do, each rank on its own view.
+ */
+static weft_status_t check_switch_groups(const struct weft_plan *plan, const ppath_t *garr)
+{
+    for (uint32_t g = 0; g < plan->ngpus; g++) {
+        const weft_plan_gpu_t *gpu = &plan->gpus[g];
+        for (uint32_t s = 0; s < gpu->nsw; s++) {
+            const weft_plan_switch_t *sw = &gpu->sw[s];
+            for (uint32_t i = 0; i < sw->nranks; i++) {
+                const weft_plan_gpu_t *peer = &plan->gpus[sw->ranks[i]];
+                uint32_t k = 0;
+                while (k < peer->nsw && !(peer->sw[k].type == sw->type && same_group(&peer->sw[k], sw))) k++;
+                if (k == peer->nsw) {
+                    ppath_t gp, c;
+                    pidx(&gp, garr, g);
+                    pkey(&c, &gp, "channels");
+                    static const char *const names[3] = {"input", "output", "scratch"};
+                    return bad(&c, "a switch channel over the %s groups %u ranks with rank %u, which "
+                               "declares no switch channel over that buffer with the same ranks",
+                               sw->type < 3 ? names[sw->type] : "buffer", sw->nranks, sw->ranks[i]);
+                }
+            }
+        }
+    }
+    return WEFT_OK;
+}
+
 static weft_status_t plan_parse(json_t *root, struct weft_plan **out)
 {
     ppath_t top = {""}, gp, garr;
@@ -1013,6 +1056,7 @@ static weft_status_t plan_parse(json_t *root, struct weft_plan **out)
         if ((status = parse_rbufs(gj, &gp, gpu, plan->ngpus)) != WEFT_OK) goto err_free;
         if ((status = parse_sems(gj, &gp, gpu)) != WEFT_OK) goto err_free;
     }
+    if ((status = check_switch_groups(plan, &garr)) != WEFT_OK) goto err_free;
     /* pass 2: thread blocks and their ops */
     for (size_t g = 0; g < ngpus; g++) {
         pidx(&gp, &garr, g);

@@ -38,6 +38,26 @@ static weft_status_t load_variant(const char *chan, const char *index, const cha
     return weft_plan_load_string(buf, plan);
 }
 
+/* Three ranks with a switch channel over their inputs: rank 0 groups
+ * itself with ranks %s, rank 1 with 0 and 2 in it; rank 2 declares none. */
+static const char *sw_tmpl =
+    "{\"name\":\"g\",\"collective\":\"test\",\"protocol\":\"Simple\",\"inplace\":false,\"gpus\":["
+    "{\"id\":0,\"input_chunks\":1,\"output_chunks\":1,\"scratch_chunks\":0,\"remote_buffers\":[],"
+    " \"semaphores\":[],\"threadblocks\":[],\"channels\":[{\"channel_type\":\"switch\",\"buffer_type\":\"i\","
+    "  \"rank_groups\":[{\"size\":2,\"ranks\":[%s]}]}]},"
+    "{\"id\":1,\"input_chunks\":1,\"output_chunks\":1,\"scratch_chunks\":0,\"remote_buffers\":[],"
+    " \"semaphores\":[],\"threadblocks\":[],\"channels\":[{\"channel_type\":\"switch\",\"buffer_type\":\"i\","
+    "  \"rank_groups\":[{\"size\":2,\"ranks\":[1,0]}]}]},"
+    "{\"id\":2,\"input_chunks\":1,\"output_chunks\":1,\"scratch_chunks\":0,\"remote_buffers\":[],"
+    " \"semaphores\":[],\"threadblocks\":[],\"channels\":[]}]}";
+
+static weft_status_t load_groups(const char *rank0_group, weft_plan_t **plan)
+{
+    char buf[4096];
+    snprintf(buf, sizeof(buf), sw_tmpl, rank0_group);
+    return weft_plan_load_string(buf, plan);
+}
+
 static int contains(const char *hay, const char *needle)
 {
     return strstr(hay, needle) != NULL;
@@ -50,7 +70,7 @@ int main(void)
     weft_plan_t *p = NULL;
     weft_plan_info_t info;
 
-    plan(NPLANS + 24);
+    plan(NPLANS + 27);
     for (size_t d = 0; d < sizeof(dirs) / sizeof(dirs[0]); d++) {
         struct dirent **names;
         snprintf(path, sizeof(path), "%s/t/coll/plans/%s", TOP_SRCDIR, dirs[d]);
@@ -109,6 +129,15 @@ int main(void)
     is_int(WEFT_ERR_INVALID_ARGUMENT, load_variant("0", "\"0\"", "1", "o", &p), "a string for an index");
     ok(contains(weft_get_last_error(), "src_buff[0].index: not an integer"), "names it: %s", weft_get_last_error());
     is_int(WEFT_ERR_INVALID_ARGUMENT, load_variant("0", "0.5", "1", "o", &p), "a fraction for an index");
+    /* switch groups: the same on every member, or refused */
+    p = NULL;
+    is_int(WEFT_OK, load_groups("0,1", &p), "a switch group {0,1} that both members declare loads");
+    weft_plan_destroy(p);
+    p = NULL;
+    is_int(WEFT_ERR_INVALID_ARGUMENT, load_groups("0,1,2", &p), "rank 0's group {0,1,2}, rank 1's {0,1}");
+    ok(p == NULL && contains(weft_get_last_error(), "gpus[0].channels") &&
+           contains(weft_get_last_error(), "with rank 1"),
+       "refused naming gpus[0].channels and rank 1: %s", weft_get_last_error());
     is_int(WEFT_ERR_INVALID_ARGUMENT, weft_plan_load_string("{\"name\": 1", &p), "truncated JSON");
     is_int(WEFT_ERR_NOT_FOUND, weft_plan_load("/nonexistent/plan.json", &p), "a missing file");
     is_int(WEFT_ERR_INVALID_ARGUMENT, weft_plan_load(NULL, &p), "a NULL path");
