@@ -786,6 +786,36 @@ WEFT_API weft_status_t weft_execute(weft_comm_t *comm, weft_plan_t *plan, const 
                                     size_t send_bytes, size_t recv_bytes, weft_dtype_t dtype, weft_redop_t op,
                                     weft_stream_t *stream);
 
+/**
+ * One op of a traced execution (WEFT_EXEC_TRACE=1): a top-level op of a
+ * thread block's list (a pipeline counts as one, its iterations inside),
+ * when it started and how long it took, from the device's clock
+ * (nanoseconds; starts counted from the earliest block's first op of
+ * that execution on this rank).
+ */
+typedef struct {
+    uint32_t block;     /**< thread block */
+    uint32_t op;        /**< index among the block's top-level ops */
+    const char *name;   /**< the op's name in the plan ("ppkt", "pipeline", ...); static */
+    uint64_t start_ns;  /**< since this rank's first op of the execution started */
+    uint64_t ns;        /**< until the block's next op started (the last: until its end) */
+} weft_plan_trace_op_t;
+
+/**
+ * The per-op timeline of this rank's last execution of @p plan on
+ * @p comm, for finding where a plan's time goes: with WEFT_EXEC_TRACE=1
+ * when the plan's resources were built (its first execution on @p comm),
+ * every thread block stamps the device clock before each top-level op and
+ * at its end (a block-wide barrier before each stamp: tracing changes the
+ * timing a little). Synchronize the execution's stream first. Fills up to
+ * @p max entries of @p ops, block by block, and sets *n to how many there
+ * are. WEFT_ERR_NOT_FOUND if @p plan never ran on @p comm;
+ * WEFT_ERR_UNSUPPORTED if it ran untraced; WEFT_ERR_INVALID_ARGUMENT for
+ * NULL arguments (or NULL @p ops with @p max > 0).
+ */
+WEFT_API weft_status_t weft_plan_trace(weft_comm_t *comm, const weft_plan_t *plan, weft_plan_trace_op_t *ops,
+                                       size_t max, size_t *n);
+
 /** One algorithm of the registry (weft_algorithm_describe). */
 typedef struct {
     const char *collective; /**< "allreduce", "allgather", ... */

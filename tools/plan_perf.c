@@ -192,6 +192,26 @@ static long param_value(const char *name)
     return -1;
 }
 
+/* WEFT_EXEC_TRACE=1: rank 0's last execution of the plan, op by op (us). */
+static void print_trace(pctx_t *c)
+{
+    weft_plan_trace_op_t ops[256];
+    size_t n = 0;
+    uint32_t block = UINT32_MAX;
+    if (c->rank != 0 || param_value("WEFT_EXEC_TRACE") != 1) return;
+    if (weft_plan_trace(c->comm, c->plan, ops, sizeof(ops) / sizeof(ops[0]), &n) != WEFT_OK) {
+        printf("#   trace: %s\n", weft_get_last_error());
+        return;
+    }
+    if (n > sizeof(ops) / sizeof(ops[0])) n = sizeof(ops) / sizeof(ops[0]);
+    printf("#   trace of rank 0's last execution (op start+duration, us):");
+    for (size_t i = 0; i < n; i++) {
+        if (ops[i].block != block) printf("\n#     block %u:", block = ops[i].block);
+        printf(" %s %.2f+%.2f", ops[i].name, ops[i].start_ns / 1e3, ops[i].ns / 1e3);
+    }
+    printf("\n");
+}
+
 static int sweep(pctx_t *c, int first)
 {
     const perf_opts_t *o = c->job->o;
@@ -243,6 +263,7 @@ static int sweep(pctx_t *c, int first)
                            o->check ? (long)wb : -1L, sb > 0 ? sp / sb : 0.0, algo);
                 }
                 printf("\n");
+                print_trace(c);
                 fflush(stdout);
                 bw_sum += alg * bus_factor(c);
             }
@@ -318,6 +339,7 @@ static int run_plan(pctx_t *c)
                "warm-up), %.2f us each (slowest rank)\n",
                c->job->path, c->info.name, c->info.collective, c->nranks, ib, ob, o->iters, o->warmup, slow);
         printf("# plan %s: success\n", c->info.name);
+        print_trace(c);
         fflush(stdout);
     }
     return 0;

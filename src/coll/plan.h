@@ -189,6 +189,17 @@ struct weft_plan {
 const char *weft_plan_op_name(weft_plan_opcode_t code);
 
 /*
+ * plan_trace.c (WEFT_EXEC_TRACE): the stamps a thread block of @p gpu
+ * writes per execution, one before each top-level op and one at its end
+ * (the row length for every block: the longest), and one execution's
+ * stamps (@p stride per block) as ops: up to @p max written to @p ops, the
+ * count returned.
+ */
+uint32_t weft_plan_trace_stride(const weft_plan_gpu_t *gpu);
+size_t weft_plan_trace_decode(const weft_plan_gpu_t *gpu, const uint64_t *stamps, uint32_t stride,
+                              weft_plan_trace_op_t *ops, size_t max);
+
+/*
  * plan_check.c: why @p plan can never complete whatever the message size
  * (a wait on a channel whose paired channel no op of the peer ever
  * signals; packets read from scratch chunks no op writes packets into),

@@ -94,6 +94,7 @@ struct weft_executor {
      * (a pipeline's slice): what fit_threads sizes the launch by */
     double span_chunks;
     uint64_t span_unit;
+    weft_gpu_alloc_t trace;        /* WEFT_EXEC_TRACE: the blocks' clock stamps (plan_trace.c) */
 };
 
 static pthread_mutex_t exec_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -122,6 +123,7 @@ static void exec_free(struct weft_executor *x)
     }
     if (x->dev.ptr) comm->gpu->mem_free(comm->gctx, &x->dev);
     if (x->sync.ptr) comm->gpu->mem_free(comm->gctx, &x->sync);
+    if (x->trace.ptr) comm->gpu->mem_free(comm->gctx, &x->trace);
     free(x->conn);
     free(x->sema);
     free(x->extra);
@@ -512,6 +514,23 @@ static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_
     /* kernels on CPU threads: the host backend's emulated multicast */
     x->args.sw_emulated = !(comm->caps & WEFT_CAP_GPU);
     x->nblocks = gpu->ntb;
+    if (weft_param_int(WEFT_P_EXEC_TRACE) == 1 && gpu->ntb) {
+        /* each block's clock stamps, zeroed (plan_trace.c reads them) */
+        size_t tbytes = (size_t)gpu->ntb * weft_plan_trace_stride(gpu) * sizeof(uint64_t);
+        uint64_t *zero = calloc(1, tbytes);
+        if (!zero) {
+            status = WEFT_ERR_NO_MEMORY;
+            goto err;
+        }
+        if ((status = comm->gpu->mem_alloc(comm->gctx, tbytes, 0, &x->trace)) != WEFT_OK ||
+            (status = weft_comm_to_device(comm, x->trace.ptr, zero, tbytes)) != WEFT_OK) {
+            free(zero);
+            goto err;
+        }
+        free(zero);
+        x->args.trace = (uint64_t *)x->trace.ptr;
+        x->args.trace_stride = weft_plan_trace_stride(gpu);
+    }
     /* the same on every rank (the plan's, not the rank's, buffers), though
      * each rank decides alone */
     x->zc_ok = !port && !remote_t[WEFT_PLAN_BUF_INPUT] && !remote_t[WEFT_PLAN_BUF_OUTPUT] &&
@@ -767,6 +786,41 @@ weft_status_t weft_execute(weft_comm_t *comm, weft_plan_t *plan, const void *sen
             __atomic_add_fetch(&plan->zc_runs, 1, __ATOMIC_RELAXED);
         }
     }
+    return status;
+}
+
+weft_status_t weft_plan_trace(weft_comm_t *comm, const weft_plan_t *plan, weft_plan_trace_op_t *ops, size_t max,
+                              size_t *n)
+{
+    const struct weft_executor *x;
+    const weft_plan_gpu_t *gpu;
+    uint64_t *stamps;
+    size_t bytes;
+    weft_status_t status;
+    if (!comm || !plan || !n || (max && !ops)) {
+        weft_error(WEFT_SUB_COLL, "weft_plan_trace: invalid arguments");
+        return WEFT_ERR_INVALID_ARGUMENT;
+    }
+    pthread_mutex_lock(&exec_lock);
+    for (x = plan->exec; x && x->comm != comm; x = x->next)
+        ;
+    pthread_mutex_unlock(&exec_lock);
+    if (!x) {
+        weft_error(WEFT_SUB_COLL, "plan %s has not run on this communicator", plan->name);
+        return WEFT_ERR_NOT_FOUND;
+    }
+    if (!x->trace.ptr) {
+        weft_error(WEFT_SUB_COLL, "plan %s ran untraced: set WEFT_EXEC_TRACE=1 before its first execution",
+                   plan->name);
+        return WEFT_ERR_UNSUPPORTED;
+    }
+    gpu = &plan->gpus[comm->rank];
+    bytes = (size_t)x->nblocks * x->args.trace_stride * sizeof(uint64_t);
+    if (!(stamps = malloc(bytes))) return WEFT_ERR_NO_MEMORY;
+    /* (a copy either way: the backend's copy takes any direction) */
+    if ((status = weft_comm_to_device(comm, stamps, x->trace.ptr, bytes)) == WEFT_OK)
+        *n = weft_plan_trace_decode(gpu, stamps, x->args.trace_stride, ops, max);
+    free(stamps);
     return status;
 }
 

@@ -105,6 +105,9 @@ WEFT_PARAM(EXEC_ZERO_COPY, "WEFT_EXEC_ZERO_COPY", INT, "1",
            "1: the executor runs a plan's kernel on the caller's buffers where the plan reaches no peer's input "
            "or output (and has no port channels nor a switch channel over them); 0: it copies them into the "
            "plan's buffers and back")
+WEFT_PARAM(EXEC_TRACE, "WEFT_EXEC_TRACE", INT, "0",
+           "1: the executor stamps the device clock before each top-level op of a plan's thread blocks "
+           "(weft_plan_trace; weft-perf --plan prints the last execution's ops); set before a plan first runs")
 WEFT_PARAM(EXEC_FIT_THREADS, "WEFT_EXEC_FIT_THREADS", INT, "1",
            "1: the executor launches as many threads per block as a message's largest op per block can use "
            "(at least 64, at most the plan's num_threads_per_block); 0: always the plan's num_threads_per_block")
@@ -165,4 +168,5 @@ WEFT_PARAM_RANGE(REG_CACHE, 0, 1, NUM)
 WEFT_PARAM_RANGE(REG_WAIT_MS, 0, 600000, NUM)
 WEFT_PARAM_RANGE(EXEC_ZERO_COPY, 0, 1, NUM)
 WEFT_PARAM_RANGE(EXEC_FIT_THREADS, 0, 1, NUM)
+WEFT_PARAM_RANGE(EXEC_TRACE, 0, 1, NUM)
 #endif

@@ -102,6 +102,11 @@ typedef struct {
      * rank, the channel's own loops */
     const int32_t *sw_group;
     uint32_t sw_ngroup[3];
+    /* WEFT_EXEC_TRACE: block b's clock stamps before each top-level op and
+     * at its end, from trace[b * trace_stride] on (src/coll/plan_trace.c);
+     * NULL: off */
+    uint64_t *trace;
+    uint32_t trace_stride;
 } weft_exec_args_t;
 
 /* An op's channel_type port (weft_plan_chan_t's WEFT_PLAN_CHAN_PORT). */
@@ -655,6 +660,14 @@ WEFT_DEVICE int weft_x_port_drain(const weft_kctx_t *k, const weft_exec_args_t *
     return weft_block_sync_or(k, bad);
 }
 
+/* WEFT_EXEC_TRACE: stamp @p j of the block, once all its threads are there. */
+WEFT_DEVICE void weft_x_stamp(const weft_kctx_t *k, const weft_exec_args_t *a, uint32_t j)
+{
+    weft_block_sync(k);
+    if (k->thread == 0)
+        a->trace[(uint64_t)k->block * a->trace_stride + j] = weft_clock_ns();
+}
+
 /* The kernel body: block b runs plan thread block b. The packet flag and
  * the scratch half of this execution come from the block's count of
  * finished executions (device memory), never from the launch, so that the
@@ -674,8 +687,11 @@ WEFT_DEVICE void weft_exec_plan(const weft_kctx_t *k, void *args)
     a->flag = (uint32_t)(call % 0xffffffffull) + 1;
     a->scr_off = (call & 1) * a->scr_half;
     a->sub = WEFT_X_WHOLE;
+    uint32_t top = 0; /* top-level ops run (WEFT_EXEC_TRACE's stamps) */
     for (uint32_t i = first; i < end; i++) {
         const weft_xop_t *o = &a->ops[i];
+        if (a->trace)
+            weft_x_stamp(k, a, top++);
         if (o->code == WEFT_XOP_PIPELINE) {
             uint64_t total = (uint64_t)o->pipe_chunks * a->chunk;
             uint64_t iters = (total + o->unit_size - 1) / o->unit_size;
@@ -701,6 +717,8 @@ WEFT_DEVICE void weft_exec_plan(const weft_kctx_t *k, void *args)
         for (size_t e = g; e < n; e += ng)
             weft_scale_elem(t, a->buf[WEFT_XREF_OUTPUT] + e * es, a->nranks);
     }
+    if (a->trace)
+        weft_x_stamp(k, a, top);
     /* every thread of the block has read the count: thread 0 advances it
      * (the next launch on the stream sees it) */
     weft_block_sync(k);
