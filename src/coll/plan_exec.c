@@ -216,6 +216,15 @@ static size_t in_offset(const struct weft_plan *plan, int rank, size_t in_bytes)
 }
 
 /* Collective. */
+/* Device memory of @p bytes (backend @p flags) holding a copy of @p init. */
+static weft_status_t dev_alloc_copy(weft_comm_t *comm, size_t bytes, unsigned flags, const void *init,
+                                    weft_gpu_alloc_t *out)
+{
+    weft_status_t status = comm->gpu->mem_alloc(comm->gctx, bytes, flags, out);
+    if (status == WEFT_OK) status = weft_comm_to_device(comm, out->ptr, init, bytes);
+    return status;
+}
+
 static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_t in_bytes, size_t out_bytes,
                                 size_t chunk, struct weft_executor **out)
 {
@@ -464,12 +473,9 @@ static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_
                 goto err;
             }
         }
-        if ((status = comm->gpu->mem_alloc(comm->gctx, total, 0, &x->dev)) != WEFT_OK ||
-            (status = weft_comm_to_device(comm, x->dev.ptr, host, total)) != WEFT_OK) {
-            free(host);
-            goto err;
-        }
+        status = dev_alloc_copy(comm, total, 0, host, &x->dev);
         free(host);
+        if (status != WEFT_OK) goto err;
         {
             char *d = x->dev.ptr;
             x->args.ops = (const weft_xop_t *)(d + o_ops);
@@ -494,13 +500,9 @@ static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_
             goto err;
         }
         for (uint32_t s = 0; s < gpu->nsem; s++) init[s] = gpu->sem_init[s];
-        if ((status = comm->gpu->mem_alloc(comm->gctx, words * sizeof(uint64_t), WEFT_GPU_MEM_SYNC, &x->sync)) !=
-                WEFT_OK ||
-            (status = weft_comm_to_device(comm, x->sync.ptr, init, words * sizeof(uint64_t))) != WEFT_OK) {
-            free(init);
-            goto err;
-        }
+        status = dev_alloc_copy(comm, words * sizeof(uint64_t), WEFT_GPU_MEM_SYNC, init, &x->sync);
         free(init);
+        if (status != WEFT_OK) goto err;
         x->args.dsem = (uint64_t *)x->sync.ptr;
         x->args.bar = (uint64_t *)x->sync.ptr + gpu->nsem;
         x->args.calls = (uint64_t *)x->sync.ptr + gpu->nsem + 2 * WEFT_X_BARRIERS;
@@ -522,12 +524,9 @@ static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_
             status = WEFT_ERR_NO_MEMORY;
             goto err;
         }
-        if ((status = comm->gpu->mem_alloc(comm->gctx, tbytes, 0, &x->trace)) != WEFT_OK ||
-            (status = weft_comm_to_device(comm, x->trace.ptr, zero, tbytes)) != WEFT_OK) {
-            free(zero);
-            goto err;
-        }
+        status = dev_alloc_copy(comm, tbytes, 0, zero, &x->trace);
         free(zero);
+        if (status != WEFT_OK) goto err;
         x->args.trace = (uint64_t *)x->trace.ptr;
         x->args.trace_stride = weft_plan_trace_stride(gpu);
     }
