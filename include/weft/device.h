@@ -48,11 +48,15 @@ __attribute__((visibility("default"))) void weft_host_yield(unsigned spins);
 #endif
 #endif
 
+/* WEFT_DEVICE_OUTLINE: a large device function compiled once, called
+ * where it is used (its loops dwarf a call's cost). */
 #if WEFT_ON_GPU
 #define WEFT_DEVICE static __device__ __forceinline__
+#define WEFT_DEVICE_OUTLINE static __device__ __noinline__
 #define WEFT_GLOBAL_ALIGN(n) __align__(n)
 #else
 #define WEFT_DEVICE static inline
+#define WEFT_DEVICE_OUTLINE static __attribute__((unused))
 #define WEFT_GLOBAL_ALIGN(n) __attribute__((aligned(n)))
 #endif
 
@@ -268,9 +272,52 @@ WEFT_DEVICE int weft_wait_geq_u64(weft_dev_ctl_t *ctl, uint64_t *word, uint64_t 
 /* ------------------------------------------------------------------ */
 
 /*
+ * Memory-level parallelism. A load's latency (about a microsecond from
+ * HBM) is paid once for all the loads a thread has issued before it uses
+ * any, so a loop that loads one vector, stores it, then loads the next
+ * keeps one access per thread in flight and moves a fraction of what the
+ * memory can. The bulk loops below load WEFT_MLP_UNROLL vectors (of the
+ * thread's next ones, a team stride apart, so a warp's accesses stay
+ * coalesced), then use them. WEFT_UNROLL asks the GPU compiler to unroll
+ * the constant-count loops that hold them in registers.
+ */
+#define WEFT_MLP_UNROLL 4
+#if WEFT_ON_GPU
+#define WEFT_UNROLL _Pragma("unroll")
+#else
+#define WEFT_UNROLL
+#endif
+
+/* The copy of one access width: UNROLL loads, then their stores, while a
+ * thread has that many left; then one at a time. */
+#define WEFT_COPY_BODY(T)                                                                                          \
+    do {                                                                                                           \
+        T *d_ = (T *)dst;                                                                                          \
+        const T *s_ = (const T *)src;                                                                              \
+        for (i = tid; i + (WEFT_MLP_UNROLL - 1) * ntid < body; i += WEFT_MLP_UNROLL * ntid) {                      \
+            T v_[WEFT_MLP_UNROLL];                                                                                 \
+            WEFT_UNROLL for (int u_ = 0; u_ < WEFT_MLP_UNROLL; u_++) v_[u_] = s_[i + u_ * ntid];                   \
+            WEFT_UNROLL for (int u_ = 0; u_ < WEFT_MLP_UNROLL; u_++) d_[i + u_ * ntid] = v_[u_];                   \
+        }                                                                                                          \
+        for (; i < body; i += ntid)                                                                                \
+            d_[i] = s_[i];                                                                                         \
+    } while (0)
+
+/* Sixteen bytes, moved by one access (ld/st.v2.u64 on a GPU). */
+#if WEFT_ON_GPU
+typedef ulonglong2 weft_v16_t;
+#else
+typedef struct WEFT_GLOBAL_ALIGN(16) {
+    uint64_t lo, hi;
+} weft_v16_t;
+#endif
+
+/*
  * Copies @p bytes from src to dst, the work shared by threads tid of
  * ntid. The widest access that both pointers' relative alignment allows
- * (16, 8, 4 or 1 bytes) is used for the body; head and tail bytewise.
+ * (16, 8, 4 or 1 bytes) is used for the body, WEFT_MLP_UNROLL accesses in
+ * flight a thread; head and tail bytewise. Not for overlapping ranges
+ * (other than dst == src).
  */
 WEFT_DEVICE void weft_copy(void *dst_, const void *src_, size_t bytes, size_t tid, size_t ntid)
 {
@@ -290,23 +337,9 @@ WEFT_DEVICE void weft_copy(void *dst_, const void *src_, size_t bytes, size_t ti
     dst += head;
     src += head;
     switch (width) {
-    case 16:
-        for (i = tid; i < body; i += ntid) {
-#if WEFT_ON_GPU
-            ((ulonglong2 *)dst)[i] = ((const ulonglong2 *)src)[i];
-#else
-            memcpy(dst + 16 * i, src + 16 * i, 16);
-#endif
-        }
-        break;
-    case 8:
-        for (i = tid; i < body; i += ntid)
-            ((uint64_t *)dst)[i] = ((const uint64_t *)src)[i];
-        break;
-    case 4:
-        for (i = tid; i < body; i += ntid)
-            ((uint32_t *)dst)[i] = ((const uint32_t *)src)[i];
-        break;
+    case 16: WEFT_COPY_BODY(weft_v16_t); break;
+    case 8: WEFT_COPY_BODY(uint64_t); break;
+    case 4: WEFT_COPY_BODY(uint32_t); break;
     default:
         for (i = tid; i < body; i += ntid)
             dst[i] = src[i];

@@ -12,7 +12,11 @@
  * registers per thread as it likes (a launch must then stay within what that
  * allows), or the count the GPU wrapper is compiled for (__launch_bounds__):
  * the executor runs plans that ask for 1024 threads, as MSCCL++'s plans do,
- * which the compiler's free choice of registers would not launch.
+ * which the compiler's free choice of registers would not launch. The
+ * mesh reduce-scatter and reduce, with the unrolled reductions of
+ * coll_common.h, took more registers than 512 threads (WEFT_COLL_THREADS'
+ * default) allow: bounded at 512 (1024 spilled and ran 1.4x slower on an
+ * H200). A launch asks for at most the bound (weft_kernel_launch_init).
  */
 #ifndef WEFT_KERNELS_BUILTINS_H
 #define WEFT_KERNELS_BUILTINS_H
@@ -32,9 +36,9 @@
     X(coll_allreduce_rsag, weft_coll_allreduce_rsag, weft_coll_args_t, 0)                                          \
     X(coll_allreduce_switch, weft_coll_allreduce_switch, weft_coll_args_t, 0)                                      \
     X(coll_allgather_mesh, weft_coll_allgather_mesh, weft_coll_args_t, 0)                                          \
-    X(coll_reduce_scatter_mesh, weft_coll_reduce_scatter_mesh, weft_coll_args_t, 0)                                \
+    X(coll_reduce_scatter_mesh, weft_coll_reduce_scatter_mesh, weft_coll_args_t, 512)                              \
     X(coll_broadcast_mesh, weft_coll_broadcast_mesh, weft_coll_args_t, 0)                                          \
-    X(coll_reduce_mesh, weft_coll_reduce_mesh, weft_coll_args_t, 0)                                                \
+    X(coll_reduce_mesh, weft_coll_reduce_mesh, weft_coll_args_t, 512)                                              \
     X(coll_alltoall_mesh, weft_coll_alltoall_mesh, weft_coll_args_t, 0)                                            \
     X(coll_barrier, weft_coll_barrier_kernel, weft_coll_args_t, 0)                                                 \
     X(coll_allreduce_ring, weft_coll_allreduce_ring, weft_coll_args_t, 0)                                          \

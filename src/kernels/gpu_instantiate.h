@@ -21,6 +21,7 @@
 /* A wrapper's launch bounds: none (0: the compiler's choice of registers) or
  * the kernel's most threads per block (builtins.h). */
 #define WEFT_GPU_BOUNDS_0
+#define WEFT_GPU_BOUNDS_512 __launch_bounds__(512)
 #define WEFT_GPU_BOUNDS_1024 __launch_bounds__(1024)
 #define WEFT_GPU_BOUNDS(max_threads) WEFT_GPU_CAT(WEFT_GPU_BOUNDS_, max_threads)
 

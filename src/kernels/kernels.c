@@ -8,6 +8,9 @@
 
 #define HOST_ENTRY(name, body, args_t, max_threads) [WEFT_KERNEL_##name] = {#name, body, sizeof(args_t)},
 static const weft_builtin_kernel_t builtins[WEFT_KERNEL_COUNT] = {WEFT_BUILTIN_KERNELS(HOST_ENTRY)};
+/* The most threads a GPU wrapper is compiled for (0: no bound), builtins.h. */
+#define MAX_THREADS(name, body, args_t, max_threads) [WEFT_KERNEL_##name] = max_threads,
+static const unsigned max_threads_of[WEFT_KERNEL_COUNT] = {WEFT_BUILTIN_KERNELS(MAX_THREADS)};
 
 const weft_builtin_kernel_t *weft_kernel_get(weft_kernel_id_t id)
 {
@@ -29,7 +32,9 @@ void weft_kernel_launch_init(weft_gpu_launch_t *l, weft_kernel_id_t id, unsigned
     l->name = builtins[id].name;
     l->host_fn = builtins[id].host_fn;
     l->nblocks = nblocks;
-    l->nthreads = nthreads;
+    /* a block larger than the wrapper's bound would not launch; the
+     * bodies share their work among whatever threads they are given */
+    l->nthreads = max_threads_of[id] && nthreads > max_threads_of[id] ? max_threads_of[id] : nthreads;
     l->args = args;
     l->args_size = args_size;
 }
