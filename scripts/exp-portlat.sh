@@ -7,7 +7,7 @@
 #             between triggers (256 sched_yield, then 20 us sleeps), every
 #             put a cudaMemcpyAsync + cuStreamWriteValue64 (before this change)
 #   spin      the proxy polls its FIFO in place for 50 us after a trigger
-#             (the default where the process may use 4 cores or more)
+#             (the default where the cores outnumber twice the host's ranks)
 #   inl       spin + WEFT_PORT_INLINE_BYTES=8: the 8 bytes ride in the trigger;
 #             the proxy queues them and the signal as one cuStreamBatchMemOp
 #   inl1      inl with WEFT_PORT_BATCH=0: two cuStreamWriteValue64 calls

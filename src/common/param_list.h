@@ -94,7 +94,8 @@ WEFT_PARAM(IPC_COPY_ENGINE, "WEFT_IPC_COPY_ENGINE", INT, "0",
            "that wait for it) also where the CPU reaches the memory (host backend: a stream's worker thread)")
 WEFT_PARAM(PROXY_SPIN_NS, "WEFT_PROXY_SPIN_NS", INT, "-1",
            "how long the proxy polls its FIFO in place after its last trigger before it yields and then sleeps, ns "
-           "(-1: 50000 where the process may use 4 cores or more, else 0; 0: yield at once, the old policy)")
+           "(-1: 50000 where the process may use 4 cores or more and over twice as many as the ranks on this host, "
+           "else 0; 0: yield at once, the old policy)")
 WEFT_PARAM(PROXY_STATS, "WEFT_PROXY_STATS", INT, "0",
            "1: each proxy times how it executes triggers (copies, inline puts, signals, flushes) and logs the "
            "counts and mean and largest times when it stops (log level info, subsystem proxy)")

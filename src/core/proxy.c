@@ -221,16 +221,18 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* The spin of the idle policy (WEFT_PROXY_SPIN_NS; -1: by the cores this
- * process may use, as the host backend's waits decide theirs: where ranks'
- * threads outnumber the cores, a spinning proxy keeps its core from them). */
-static long proxy_spin_ns(void)
+/* The spin of the idle policy (WEFT_PROXY_SPIN_NS). -1: by the cores this
+ * process may use, against the ranks on this host, each with about two busy
+ * threads (the caller waiting for its stream, the proxy): where they
+ * outnumber the cores, a proxy spinning in place keeps its core from a
+ * thread that it, or a peer, waits for, for a whole time slice. */
+static long proxy_spin_ns(const weft_comm_t *comm)
 {
     long ns = weft_param_int(WEFT_P_PROXY_SPIN_NS);
     if (ns < 0) {
         cpu_set_t set;
         int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
-        ns = cpus >= 4 ? PROXY_SPIN_AUTO_NS : 0;
+        ns = cpus >= 4 && cpus > 2 * comm->local_size ? PROXY_SPIN_AUTO_NS : 0;
     }
     return ns;
 }
@@ -434,7 +436,7 @@ weft_status_t weft_proxy_start(weft_proxy_t *p)
         return WEFT_ERR_INVALID_ARGUMENT;
     __atomic_store_n(&p->stop, 0, __ATOMIC_RELEASE);
     weft_topo_shared(); /* loaded here, not in the proxy thread as it starts serving */
-    p->spin_ns = proxy_spin_ns(); /* by the caller's cores, before the thread pins itself */
+    p->spin_ns = proxy_spin_ns(p->comm); /* by the caller's cores, before the thread pins itself */
     if ((rc = pthread_create(&p->thread, NULL, proxy_main, p)) != 0) {
         weft_error(WEFT_SUB_PROXY, "cannot start the proxy thread: %s", strerror(rc));
         return WEFT_ERR_SYSTEM;
