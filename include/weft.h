@@ -937,7 +937,10 @@ WEFT_API weft_status_t weft_proxy_destroy(weft_proxy_t *proxy);
 /**
  * Device handle of a port channel: transfers from local memory @p src_mem
  * to the peer memory @p dst_mem over channel @p channel's connection; the
- * channel's semaphore receives the peer proxy's signals.
+ * channel's semaphore receives the peer proxy's signals. Over IPC, with
+ * WEFT_PORT_INLINE_BYTES set when the proxy was created, puts from
+ * @p src_mem of at most that many bytes (a multiple of 8 at 8-aligned
+ * offsets) carry their bytes in the triggers (weft/device.h).
  */
 WEFT_API weft_status_t weft_port_channel_device_handle(weft_proxy_t *proxy, uint32_t channel, uint32_t dst_mem,
                                                        uint32_t src_mem, weft_port_channel_dev_t *out);

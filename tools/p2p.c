@@ -3,7 +3,9 @@
  * channel primitives, with the backend's local device-to-device copy
  * measured in the same run as the reference (each put includes a signal
  * and the peer's acknowledgement). Every figure is the median of
- * repetitions; latencies are per round trip.
+ * repetitions; latencies are per round trip. Over IPC the port channel's
+ * put (the proxy's copy: on a GPU the copy engine) is shown beside the
+ * memory channel's and the local copy.
  */
 #include "config.h"
 #include "perf.h"
@@ -236,17 +238,20 @@ int p2p_bench(weft_comm_t *comm, const perf_opts_t *o)
             printf("#\n# %-12s %10s %12s %12s %14s %8s\n", "put size", "iters", "median(us)", "bw(GB/s)",
                    "rawtcp(GB/s)", "ratio");
         else
-            printf("#\n# %-12s %10s %12s %12s %12s %14s %8s%s\n", "put size", "iters", "median(us)", "bw(GB/s)",
-                   "wide(GB/s)", "localcopy(GB/s)", "wide/copy", o->bound ? "  bound(GB/s)  bw/bound wide/bound" : "");
+            printf("#\n# %-12s %10s %12s %12s %12s %14s %8s %11s %9s%s\n", "put size", "iters", "median(us)", "bw(GB/s)",
+                   "wide(GB/s)", "localcopy(GB/s)", "wide/copy", "port(GB/s)", "port/copy",
+                   o->bound ? "  bound(GB/s)  bw/bound wide/bound" : "");
     }
     for (size_t bytes = o->min_bytes < 1024 ? 1024 : o->min_bytes; bytes <= max; bytes *= 4) {
         int iters = bytes >= (64u << 20) ? 2 : bytes >= (1u << 20) ? 10 : 100;
         p.args.bytes = bytes;
         double ref_gbs = 0, ref_us;
-        double wide_us = 0;
+        double wide_us = 0, port_us = 0;
         if (run(&p, net ? "p2p_pc_put_bw" : "p2p_put_bw", iters, o->reps, 1, net ? 1 : copy_threads, &us))
             goto out;
         if (!net && run(&p, "p2p_put_stream", iters, o->reps, wide, copy_threads, &wide_us))
+            goto out;
+        if (!net && run(&p, "p2p_pc_put_bw", iters, o->reps, 1, 1, &port_us))
             goto out;
         if (net) {
             /* the same sizes, protocol and streams over plain TCP, now */
@@ -260,18 +265,19 @@ int p2p_bench(weft_comm_t *comm, const perf_opts_t *o)
         }
         if (p.rank == 0) {
             double bw = (double)bytes / us / 1e3, wbw = wide_us > 0 ? (double)bytes / wide_us / 1e3 : 0;
+            double pbw = port_us > 0 ? (double)bytes / port_us / 1e3 : 0;
             if (net)
                 printf("  %-12zu %10d %12.2f %12.3f %14.3f %8.2f\n", bytes, iters, us, bw, ref_gbs,
                        ref_gbs > 0 ? bw / ref_gbs : 0);
             else if (o->bound) {
                 /* the put's S read and S written, through B: payload rate B / 2 */
                 double bound = bnd.copy_gbs / 2;
-                printf("  %-12zu %10d %12.2f %12.3f %12.3f %14.3f %8.2f %12.3f %9.3f %10.3f\n", bytes, iters, us, bw, wbw,
-                       ref_gbs, ref_gbs > 0 ? wbw / ref_gbs : 0, bound, bound > 0 ? bw / bound : 0,
-                       bound > 0 ? wbw / bound : 0);
+                printf("  %-12zu %10d %12.2f %12.3f %12.3f %14.3f %8.2f %11.3f %9.2f %12.3f %9.3f %10.3f\n", bytes,
+                       iters, us, bw, wbw, ref_gbs, ref_gbs > 0 ? wbw / ref_gbs : 0, pbw, ref_gbs > 0 ? pbw / ref_gbs : 0,
+                       bound, bound > 0 ? bw / bound : 0, bound > 0 ? wbw / bound : 0);
             } else
-                printf("  %-12zu %10d %12.2f %12.3f %12.3f %14.3f %8.2f\n", bytes, iters, us, bw, wbw, ref_gbs,
-                       ref_gbs > 0 ? wbw / ref_gbs : 0);
+                printf("  %-12zu %10d %12.2f %12.3f %12.3f %14.3f %8.2f %11.3f %9.2f\n", bytes, iters, us, bw, wbw,
+                       ref_gbs, ref_gbs > 0 ? wbw / ref_gbs : 0, pbw, ref_gbs > 0 ? pbw / ref_gbs : 0);
             fflush(stdout);
         }
         if (bytes > max / 4)

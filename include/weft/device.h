@@ -629,6 +629,12 @@ WEFT_DEVICE int weft_mc_unpack_packets8(weft_memory_channel_dev_t *c, size_t dst
  * holds the high 32 bits of the src (low word) and dst (high word)
  * offsets of the channel's next DATA trigger. Larger transfers are split.
  *
+ * Inline DATA: src memory id WEFT_TRIGGER_INLINE_MEM (never a memory's
+ * id) means w0 is the 8 bytes themselves, put at the dst offset as one
+ * 64-bit store after the channel's earlier writes (no copy): puts of at
+ * most inline_max bytes (see weft_port_channel_dev_t) travel so, 8 bytes
+ * a trigger, read from the source when pushed.
+ *
  * FIFO protocol: a pusher takes a slot with fetch_add on head, waits
  * until slot - tail < size, writes w0, then w1 with the valid bit
  * (release: pairs with the proxy's acquire of w1). The proxy clears the
@@ -641,6 +647,7 @@ WEFT_DEVICE int weft_mc_unpack_packets8(weft_memory_channel_dev_t *c, size_t dst
 #define WEFT_TRIGGER_BASE 0u
 #define WEFT_TRIGGER_MAX_SIZE 0xffffffffull
 #define WEFT_TRIGGER_MAX_MEM 511u
+#define WEFT_TRIGGER_INLINE_MEM WEFT_TRIGGER_MAX_MEM /* memory ids stop one below */
 #define WEFT_TRIGGER_MAX_CHANNEL 1023u
 
 typedef struct WEFT_GLOBAL_ALIGN(16) {
@@ -682,6 +689,12 @@ typedef struct {
     uint32_t channel;     /* the proxy's id of this channel */
     uint32_t dst_mem;     /* proxy ids of the memories */
     uint32_t src_mem;
+    /* Puts of at most this many bytes (a multiple of 8, with 8-aligned
+     * offsets) travel inline in the triggers, while src_mem is inline_mem,
+     * whose address here is src_base (WEFT_PORT_INLINE_BYTES; 0: never). */
+    uint32_t inline_max;
+    const char *src_base;
+    uint32_t inline_mem;
     uint32_t reserved;
 } weft_port_channel_dev_t;
 
@@ -691,12 +704,52 @@ WEFT_DEVICE uint64_t weft_pc_w1(const weft_port_channel_dev_t *c, uint64_t dst_o
            (uint64_t)c->channel << 50 | (uint64_t)type << 60;
 }
 
-/* Pushes DATA triggers (split at 4 GiB, BASE triggers for high offsets);
- * @p last_type is or-ed into the final trigger. Returns the last slot. */
+/* Does a put of @p bytes travel inline (weft_pc_push_inline)? */
+WEFT_DEVICE int weft_pc_inline_ok(const weft_port_channel_dev_t *c, uint64_t dst_off, uint64_t src_off,
+                                  uint64_t bytes)
+{
+    return bytes && bytes <= c->inline_max && c->src_base && c->src_mem == c->inline_mem &&
+           ((dst_off | src_off | bytes) & 7u) == 0;
+}
+
+/* Pushes one inline DATA trigger per 8 bytes of src[src_off..+bytes),
+ * read now (the source may be reused at once); @p last_type is or-ed into
+ * the final one. Returns the last slot. */
+WEFT_DEVICE uint64_t weft_pc_push_inline(weft_port_channel_dev_t *c, uint64_t dst_off, uint64_t src_off,
+                                         uint64_t bytes, unsigned last_type)
+{
+    uint64_t slot = UINT64_MAX;
+    for (uint64_t i = 0; i < bytes; i += 8) {
+        uint64_t v, d = dst_off + i;
+        unsigned type = WEFT_TRIGGER_DATA | (i + 8 == bytes ? last_type : 0u);
+#if WEFT_ON_GPU
+        v = *(const uint64_t *)(c->src_base + src_off + i);
+#else
+        memcpy(&v, c->src_base + src_off + i, 8);
+#endif
+        if (d >> 32) {
+            slot = weft_fifo_push(&c->fifo, (d >> 32) << 32, weft_pc_w1(c, 0, WEFT_TRIGGER_BASE));
+            if (slot == UINT64_MAX)
+                return slot;
+        }
+        slot = weft_fifo_push(&c->fifo, v,
+                              (weft_pc_w1(c, d, type) & ~((uint64_t)WEFT_TRIGGER_MAX_MEM << 32)) |
+                                  (uint64_t)WEFT_TRIGGER_INLINE_MEM << 32);
+        if (slot == UINT64_MAX)
+            return slot;
+    }
+    return slot;
+}
+
+/* Pushes DATA triggers (split at 4 GiB, BASE triggers for high offsets;
+ * inline where weft_pc_inline_ok); @p last_type is or-ed into the final
+ * trigger. Returns the last slot. */
 WEFT_DEVICE uint64_t weft_pc_push_data(weft_port_channel_dev_t *c, uint64_t dst_off, uint64_t src_off,
                                        uint64_t bytes, unsigned last_type)
 {
     uint64_t slot = UINT64_MAX;
+    if (weft_pc_inline_ok(c, dst_off, src_off, bytes))
+        return weft_pc_push_inline(c, dst_off, src_off, bytes, last_type);
     do {
         uint64_t n = bytes > WEFT_TRIGGER_MAX_SIZE ? WEFT_TRIGGER_MAX_SIZE : bytes;
         unsigned type = WEFT_TRIGGER_DATA | (n == bytes ? last_type : 0u);

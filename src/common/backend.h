@@ -178,6 +178,15 @@ typedef struct weft_gpu_ops {
      * where the device cannot; the caller then copies the value instead.
      */
     weft_status_t (*stream_write_u64)(weft_gpu_ctx_t *ctx, void *dst, uint64_t value, weft_gpu_stream_t *stream);
+    /*
+     * stream_write_u64 of values[i] to dst[i] for i < @p n, in order, as
+     * one submission (CUDA: one cuStreamBatchMemOp): what a port channel's
+     * inline put and its signal cost together. WEFT_ERR_UNSUPPORTED (and
+     * nothing queued) where the backend cannot; the caller then queues
+     * them one by one.
+     */
+    weft_status_t (*stream_write_u64_batch)(weft_gpu_ctx_t *ctx, unsigned n, void *const *dst, const uint64_t *values,
+                                            weft_gpu_stream_t *stream);
 } weft_gpu_ops_t;
 
 /* Looks a backend up by name; the table returned is complete (stubs filled

@@ -81,6 +81,24 @@ WEFT_PARAM(P2P_SLOT_BYTES, "WEFT_P2P_SLOT_BYTES", INT, "262144",
 WEFT_PARAM(PORT_SIGNAL_STORE, "WEFT_PORT_SIGNAL_STORE", INT, "1",
            "port channels on one host: 1 (default) raises the peer's semaphore with a store queued on the copy "
            "stream where the device can; 0 copies the value from host memory (two copy-engine operations per put)")
+WEFT_PARAM(PORT_INLINE_BYTES, "WEFT_PORT_INLINE_BYTES", INT, "0",
+           "port channels: puts of at most this many bytes (a multiple of 8, at 8-aligned offsets, from the "
+           "handle's source memory) travel inside the FIFO's triggers, 8 bytes each, and land as 64-bit stores "
+           "after the channel's earlier writes (on a GPU: stream memory operations, no copy engine); 0 (default): "
+           "every put is a copy")
+WEFT_PARAM(PORT_BATCH, "WEFT_PORT_BATCH", INT, "1",
+           "port channels on one GPU host: 1 (default) queues the stores of one trigger (an inline put's and its "
+           "signal's) as one batch of stream memory operations where the driver has it; 0: one call each")
+WEFT_PARAM(IPC_COPY_ENGINE, "WEFT_IPC_COPY_ENGINE", INT, "0",
+           "tests: 1 makes IPC connections move bytes as on a GPU (copies and stores queued on a stream, flushes "
+           "that wait for it) also where the CPU reaches the memory (host backend: a stream's worker thread)")
+WEFT_PARAM(PROXY_SPIN_NS, "WEFT_PROXY_SPIN_NS", INT, "-1",
+           "how long the proxy polls its FIFO in place after its last trigger before it yields and then sleeps, ns "
+           "(-1: 50000 where the process may use 4 cores or more and over twice as many as the ranks on this host, "
+           "else 0; 0: yield at once, the old policy)")
+WEFT_PARAM(PROXY_STATS, "WEFT_PROXY_STATS", INT, "0",
+           "1: each proxy times how it executes triggers (copies, inline puts, signals, flushes) and logs the "
+           "counts and mean and largest times when it stops (log level info, subsystem proxy)")
 WEFT_PARAM(SAME_DEVICE_SCOPE, "WEFT_SAME_DEVICE_SCOPE", INT, "1",
            "1 (default): semaphore signals to ranks on the same GPU are device-scope releases; 0: system scope "
            "always (a system-wide fence per signal)")
@@ -162,6 +180,11 @@ WEFT_PARAM_RANGE(COLL_TEAM_BLOCKS, 0, 1024, NUM)
 WEFT_PARAM_RANGE(COLL_THREADS, 64, 1024, NUM)
 WEFT_PARAM_RANGE(P2P_SLOT_BYTES, 4096, 1L << 26, SIZE)
 WEFT_PARAM_RANGE(PORT_SIGNAL_STORE, 0, 1, NUM)
+WEFT_PARAM_RANGE(PORT_INLINE_BYTES, 0, 256, NUM)
+WEFT_PARAM_RANGE(PORT_BATCH, 0, 1, NUM)
+WEFT_PARAM_RANGE(IPC_COPY_ENGINE, 0, 1, NUM)
+WEFT_PARAM_RANGE(PROXY_SPIN_NS, -1, 1000000000, NUM)
+WEFT_PARAM_RANGE(PROXY_STATS, 0, 1, NUM)
 WEFT_PARAM_RANGE(SAME_DEVICE_SCOPE, 0, 1, NUM)
 WEFT_PARAM_RANGE(REG_MIN_BYTES, 0, 1L << 40, SIZE)
 WEFT_PARAM_RANGE(REG_CACHE, 0, 1, NUM)

@@ -35,6 +35,21 @@ static weft_status_t direct_update(weft_connection_t *c, weft_mem_t *dst, uint64
     return WEFT_OK;
 }
 
+static weft_status_t direct_update_many(weft_connection_t *c, const weft_conn_store_t *st, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        char *d = weft_mem_range(st[i].dst, st[i].off, 8, "ipc update");
+        if (!d)
+            return WEFT_ERR_INVALID_ARGUMENT;
+        if ((uintptr_t)d & 7) /* data: a later release store publishes it */
+            memcpy(d, &st[i].value, 8);
+        else /* release: the writes before it are visible to whoever acquires it */
+            __atomic_store_n((uint64_t *)d, st[i].value, __ATOMIC_RELEASE);
+    }
+    (void)c;
+    return WEFT_OK;
+}
+
 static weft_status_t direct_flush(weft_connection_t *c, int timeout_ms)
 {
     /* Writes and updates completed synchronously in the caller's thread,
@@ -50,7 +65,8 @@ static void plain_destroy(weft_connection_t *c)
 }
 
 static const weft_connection_ops_t ipc_direct_ops = {
-    .write = direct_write, .update = direct_update, .flush = direct_flush, .destroy = plain_destroy};
+    .write = direct_write, .update = direct_update, .update_many = direct_update_many, .flush = direct_flush,
+    .destroy = plain_destroy};
 
 /* -- copy engine ------------------------------------------------------ */
 
@@ -138,8 +154,9 @@ static weft_status_t ce_update(weft_connection_t *c, weft_mem_t *dst, uint64_t d
         return WEFT_ERR_BACKEND;
     /* A store queued on the stream: one stream operation after the
      * writes, where a copy costs a copy-engine round (WEFT_PORT_SIGNAL_STORE).
-     * Where the device refuses it, every later update copies. */
-    if (!c->no_store) {
+     * Where the device refuses it, every later update copies. A store to
+     * an address that is not 8-aligned (inline data) copies. */
+    if (!c->no_store && !((uintptr_t)d & 7)) {
         if (c->comm->gpu->stream_write_u64(c->comm->gctx, d, value, s) == WEFT_OK)
             return WEFT_OK;
         c->no_store = 1;
@@ -158,6 +175,39 @@ static weft_status_t ce_update(weft_connection_t *c, weft_mem_t *dst, uint64_t d
     return status;
 }
 
+/* The stores of one trigger (an inline put's 8 bytes, the signal after
+ * them) as one batch of stream operations: one driver call and one
+ * submission instead of one each. Where the batch cannot be had, one
+ * update each. */
+static weft_status_t ce_update_many(weft_connection_t *c, const weft_conn_store_t *st, unsigned n)
+{
+    void *dst[WEFT_CONN_BATCH_MAX];
+    uint64_t val[WEFT_CONN_BATCH_MAX];
+    weft_gpu_stream_t *s;
+    weft_status_t status;
+    int batch = n > 1 && n <= WEFT_CONN_BATCH_MAX && !c->no_store && !c->no_batch;
+    for (unsigned i = 0; batch && i < n; i++) {
+        if (!(dst[i] = weft_mem_range(st[i].dst, st[i].off, 8, "ipc update")))
+            return WEFT_ERR_INVALID_ARGUMENT;
+        val[i] = st[i].value;
+        batch = !((uintptr_t)dst[i] & 7);
+    }
+    if (batch) {
+        if (!(s = ce_stream(c)))
+            return WEFT_ERR_BACKEND;
+        status = c->comm->gpu->stream_write_u64_batch(c->comm->gctx, n, dst, val, s);
+        if (status != WEFT_ERR_UNSUPPORTED)
+            return status;
+        c->no_batch = 1; /* nothing was queued: one at a time from now on */
+        weft_debug(WEFT_SUB_IPC, "rank %d: updates to rank %d one at a time (no batch of stream stores)",
+                   c->comm->rank, c->peer);
+    }
+    for (unsigned i = 0; i < n; i++)
+        if ((status = ce_update(c, st[i].dst, st[i].off, st[i].value)) != WEFT_OK)
+            return status;
+    return WEFT_OK;
+}
+
 static void ce_destroy(weft_connection_t *c)
 {
     if (c->stream) {
@@ -168,7 +218,8 @@ static void ce_destroy(weft_connection_t *c)
 }
 
 static const weft_connection_ops_t ipc_copy_engine_ops = {
-    .write = ce_write, .update = ce_update, .flush = ce_flush, .destroy = ce_destroy};
+    .write = ce_write, .update = ce_update, .update_many = ce_update_many, .flush = ce_flush,
+    .destroy = ce_destroy};
 
 void weft_connection_warn_stalled(weft_connection_t *c)
 {
@@ -222,11 +273,12 @@ weft_status_t weft_connection_create(weft_comm_t *comm, int peer, unsigned trans
             *out = c;
         return status;
     }
-    if (comm->caps & WEFT_CAP_CPU_ACCESS) {
+    if ((comm->caps & WEFT_CAP_CPU_ACCESS) && !weft_param_int(WEFT_P_IPC_COPY_ENGINE)) {
         c->ops = &ipc_direct_ops;
     } else {
         c->ops = &ipc_copy_engine_ops;
         c->no_store = weft_param_int(WEFT_P_PORT_SIGNAL_STORE) == 0; /* decided once, not per update */
+        c->no_batch = weft_param_int(WEFT_P_PORT_BATCH) == 0;
         status = comm->gpu->host_alloc_mapped(comm->gctx, WEFT_UPDATE_SLOTS * sizeof(uint64_t),
                                               (void **)&c->staging, (void **)&c->staging_dev);
         if (status != WEFT_OK) {

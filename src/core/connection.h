@@ -4,7 +4,9 @@
  *  - direct: the CPU can reach both buffers (host backend): memcpy, and
  *    the 64-bit update is a release store after it;
  *  - copy engine: GPU memory: asynchronous copies on the connection's own
- *    stream, in order, so an update lands after the writes before it.
+ *    stream, in order, so an update lands after the writes before it;
+ *    updates are stores queued on that stream (stream memory operations),
+ *    several at once in one batch where the driver has it.
  * Network kinds (ethernet, ib) plug into the same table.
  */
 #ifndef WEFT_CONNECTION_H
@@ -13,18 +15,31 @@
 #include "comm.h"
 #include "mem.h"
 
+/* One 64-bit store of weft_connection_ops_t.update_many. */
+typedef struct {
+    weft_mem_t *dst;
+    uint64_t off;
+    uint64_t value;
+} weft_conn_store_t;
+
 typedef struct weft_connection_ops {
     /* dst[dst_off..+size) = src[src_off..+size); dst is the peer's memory */
     weft_status_t (*write)(weft_connection_t *c, weft_mem_t *dst, uint64_t dst_off, weft_mem_t *src,
                            uint64_t src_off, uint64_t size);
     /* 64-bit store of value at dst + dst_off, after every earlier write */
     weft_status_t (*update)(weft_connection_t *c, weft_mem_t *dst, uint64_t dst_off, uint64_t value);
+    /* update for each of @p n stores in order, in one submission where the
+     * engine can (a port channel's inline put and its signal). A store to
+     * an address that is not 8-aligned (data only, never a semaphore) may
+     * land as 8 separate bytes. */
+    weft_status_t (*update_many)(weft_connection_t *c, const weft_conn_store_t *st, unsigned n);
     /* every earlier write and update has landed */
     weft_status_t (*flush)(weft_connection_t *c, int timeout_ms);
     void (*destroy)(weft_connection_t *c);
 } weft_connection_ops_t;
 
 #define WEFT_UPDATE_SLOTS 64
+#define WEFT_CONN_BATCH_MAX 4 /* the most stores update_many queues as one batch */
 
 struct weft_connection {
     const weft_connection_ops_t *ops;
@@ -37,6 +52,7 @@ struct weft_connection {
     uint64_t *staging_dev;
     unsigned next_slot;
     int no_store;           /* 1: updates copy from staging (no stream store here) */
+    int no_batch;           /* 1: update_many queues one stream store per call (WEFT_PORT_BATCH=0, or refused) */
     /* network kinds */
     int net;                /* WEFT_NET_ETHERNET/IB */
     weft_net_ep_t *ep;

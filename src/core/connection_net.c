@@ -55,6 +55,15 @@ static weft_status_t net_update(weft_connection_t *c, weft_mem_t *dst, uint64_t 
     return net_of(c)->ops->post_signal(c->ep, rkey, dst_off, value, 0, c->posts++);
 }
 
+static weft_status_t net_update_many(weft_connection_t *c, const weft_conn_store_t *st, unsigned n)
+{
+    weft_status_t status;
+    for (unsigned i = 0; i < n; i++)
+        if ((status = net_update(c, st[i].dst, st[i].off, st[i].value)) != WEFT_OK)
+            return status;
+    return WEFT_OK;
+}
+
 static weft_status_t net_flush(weft_connection_t *c, int timeout_ms)
 {
     return net_of(c)->ops->flush(c->ep, timeout_ms > 0 ? timeout_ms : c->comm->op_timeout_ms);
@@ -68,7 +77,8 @@ static void net_destroy(weft_connection_t *c)
 }
 
 static const weft_connection_ops_t net_ops = {
-    .write = net_write, .update = net_update, .flush = net_flush, .destroy = net_destroy};
+    .write = net_write, .update = net_update, .update_many = net_update_many, .flush = net_flush,
+    .destroy = net_destroy};
 
 weft_status_t weft_connection_net_open(weft_connection_t *c)
 {

@@ -10,6 +10,17 @@
  * and the error becomes the communicator's async error; the trigger is
  * consumed and the proxy goes on with the next. Abort stops the thread within one idle
  * sleep (<= 1 ms).
+ *
+ * Idle policy: after its last trigger the thread polls the FIFO in place
+ * for WEFT_PROXY_SPIN_NS (a trigger is seen within a poll of host memory,
+ * ~0.1 us), then yields 256 times, then sleeps 20 us, then 500 us. Each
+ * step costs a trigger that arrives during it: a yield a system call, a
+ * sleep up to its length.
+ *
+ * Inline puts (WEFT_TRIGGER_INLINE_MEM, WEFT_PORT_INLINE_BYTES) carry their
+ * 8 bytes in the trigger: they become a store queued after the channel's
+ * earlier writes, batched with the trigger's signal (update_many), with no
+ * copy.
  */
 #include "config.h"
 #include "fault.h"
@@ -17,16 +28,34 @@
 #include "proxy.h"
 #include "stream.h"
 #include "log.h"
+#include "param.h"
 #include "topo.h"
 #include "util.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <sys/prctl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* Where the proxy was when it saw a trigger (WEFT_PROXY_STATS). */
+enum { SEEN_BUSY, SEEN_SPIN, SEEN_YIELD, SEEN_SLEEP, SEEN_N };
+
+/* Trigger classes for WEFT_PROXY_STATS: the type bits, | 8 when inline. */
+#define STATS_CLASSES 16
+
+typedef struct {
+    uint64_t n[STATS_CLASSES], sum_ns[STATS_CLASSES], max_ns[STATS_CLASSES];
+    uint64_t seen[SEEN_N];
+} proxy_stats_t;
+
+/* WEFT_PROXY_SPIN_NS=-1 where the cores allow: longer than a round trip's
+ * wait for the peer over IPC (30 us on an H200 before inline puts), so a
+ * ping-pong's triggers are seen by a poll, not after a system call. */
+#define PROXY_SPIN_AUTO_NS 50000
 
 struct weft_proxy {
     weft_comm_t *comm;
@@ -50,6 +79,9 @@ struct weft_proxy {
     uint64_t stage_since_ns;
     int stage_peer;
     int stall_warned; /* the warning of proxy_check_stall, given once */
+    long spin_ns;     /* WEFT_PROXY_SPIN_NS, resolved at start */
+    int inline_max;   /* WEFT_PORT_INLINE_BYTES, rounded down to 8 */
+    proxy_stats_t *stats; /* WEFT_PROXY_STATS: the thread's alone until it is joined */
     struct weft_proxy *next; /* in comm->proxies */
 };
 
@@ -63,6 +95,8 @@ static void proxy_stage(weft_proxy_t *p, const char *stage, int peer)
 
 static weft_status_t execute(weft_proxy_t *p, uint64_t w0, uint64_t w1)
 {
+    weft_conn_store_t st[2];
+    unsigned nst = 0;
     unsigned type = (unsigned)(w1 >> 60) & 7u;
     uint32_t ch = (uint32_t)(w1 >> 50) & WEFT_TRIGGER_MAX_CHANNEL;
     uint32_t dst_id = (uint32_t)(w1 >> 41) & WEFT_TRIGGER_MAX_MEM, src_id = (uint32_t)(w1 >> 32) & WEFT_TRIGGER_MAX_MEM;
@@ -91,23 +125,35 @@ static weft_status_t execute(weft_proxy_t *p, uint64_t w0, uint64_t w1)
         uint64_t dst_off = (uint64_t)p->base_dst[ch] << 32 | (w1 & 0xffffffffull);
         p->base_src[ch] = p->base_dst[ch] = 0;
         nmems = __atomic_load_n(&p->nmems, __ATOMIC_ACQUIRE);
-        if (dst_id >= nmems || src_id >= nmems) {
+        if (dst_id >= nmems || (src_id >= nmems && src_id != WEFT_TRIGGER_INLINE_MEM)) {
             weft_error(WEFT_SUB_PROXY, "rank %d proxy: trigger names memory %u/%u of %u", p->comm->rank, src_id,
                        dst_id, nmems);
             return WEFT_ERR_INVALID_ARGUMENT;
         }
-        proxy_stage(p, "a write", c->peer);
-        status = c->ops->write(c, p->mems[dst_id], dst_off, p->mems[src_id], src_off, size);
-        if (status != WEFT_OK)
-            return status;
+        if (src_id == WEFT_TRIGGER_INLINE_MEM) {
+            /* w0 is the data: a store, queued with the signal below */
+            st[nst++] = (weft_conn_store_t){p->mems[dst_id], dst_off, w0};
+        } else {
+            proxy_stage(p, "a write", c->peer);
+            status = c->ops->write(c, p->mems[dst_id], dst_off, p->mems[src_id], src_off, size);
+            if (status != WEFT_OK)
+                return status;
+        }
     }
     if (type & WEFT_TRIGGER_SIGNAL) {
         /* the update is ordered after the write above by the connection */
-        proxy_stage(p, "a signal", c->peer);
-        status = c->ops->update(c, s->remote, WEFT_TOKEN_INBOUND * 8, s->host_outbound + 1);
+        st[nst++] = (weft_conn_store_t){s->remote, WEFT_TOKEN_INBOUND * 8, s->host_outbound + 1};
+    }
+    if (nst) {
+        proxy_stage(p, nst > 1 || !(type & WEFT_TRIGGER_SIGNAL) ? "an inline put" : "a signal", c->peer);
+        if (nst == 1 && (type & WEFT_TRIGGER_SIGNAL))
+            status = c->ops->update(c, st[0].dst, st[0].off, st[0].value);
+        else
+            status = c->ops->update_many(c, st, nst);
         if (status != WEFT_OK)
             return status;
-        s->host_outbound++;
+        if (type & WEFT_TRIGGER_SIGNAL)
+            s->host_outbound++;
     }
     if (type & WEFT_TRIGGER_FLUSH) {
         proxy_stage(p, "a flush of the connection", c->peer);
@@ -166,11 +212,59 @@ static void proxy_check_stall(weft_proxy_t *p, uint64_t idle_since_ns)
     weft_connection_warn_stalled(p->chans[ch]->conn);
 }
 
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* The spin of the idle policy (WEFT_PROXY_SPIN_NS). -1: by the cores this
+ * process may use, against the ranks on this host, each with about two busy
+ * threads (the caller waiting for its stream, the proxy): where they
+ * outnumber the cores, a proxy spinning in place keeps its core from a
+ * thread that it, or a peer, waits for, for a whole time slice. */
+static long proxy_spin_ns(const weft_comm_t *comm)
+{
+    long ns = weft_param_int(WEFT_P_PROXY_SPIN_NS);
+    if (ns < 0) {
+        cpu_set_t set;
+        int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+        ns = cpus >= 4 && cpus > 2 * comm->local_size ? PROXY_SPIN_AUTO_NS : 0;
+    }
+    return ns;
+}
+
+/* Logs WEFT_PROXY_STATS once the thread is gone. */
+static void proxy_log_stats(weft_proxy_t *p)
+{
+    proxy_stats_t *st = p->stats;
+    weft_info(WEFT_SUB_PROXY, "rank %d proxy stats: triggers seen while busy %llu, spinning %llu, yielding %llu, "
+              "sleeping %llu (spin %ld ns, inline puts up to %d bytes)", p->comm->rank,
+              (unsigned long long)st->seen[SEEN_BUSY], (unsigned long long)st->seen[SEEN_SPIN],
+              (unsigned long long)st->seen[SEEN_YIELD], (unsigned long long)st->seen[SEEN_SLEEP], p->spin_ns,
+              p->inline_max);
+    for (unsigned k = 0; k < STATS_CLASSES; k++) {
+        char what[32];
+        if (!st->n[k])
+            continue;
+        snprintf(what, sizeof(what), "%s%s%s%s", k & 8 ? "+inline" : k & WEFT_TRIGGER_DATA ? "+copy" : "",
+                 k & WEFT_TRIGGER_SIGNAL ? "+signal" : "", k & WEFT_TRIGGER_FLUSH ? "+flush" : "",
+                 (k & 7) == WEFT_TRIGGER_BASE ? "+base" : "");
+        weft_info(WEFT_SUB_PROXY, "rank %d proxy stats: %-20s %9llu triggers, execute mean %.2f us, max %.2f us",
+                  p->comm->rank, what + 1, (unsigned long long)st->n[k], (double)st->sum_ns[k] / (double)st->n[k] / 1e3,
+                  (double)st->max_ns[k] / 1e3);
+    }
+}
+
 static void *proxy_main(void *arg)
 {
     weft_proxy_t *p = arg;
-    uint64_t tail = *p->tail, idle_since = 0;
-    unsigned idle = 0;
+    uint64_t tail = *p->tail, idle_since = 0, took;
+    unsigned idle = 0, yields = 0;
+    int spinning = 0, phase = SEEN_BUSY;
 
     /* Idle sleeps of 20 us must not become 70 (the default 50 us slack). */
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
@@ -179,33 +273,61 @@ static void *proxy_main(void *arg)
     for (;;) {
         weft_trigger_t *t = &p->triggers[tail & (p->size - 1)];
         /* acquire: pairs with the release of w1 in weft_fifo_push */
-        uint64_t w1 = __atomic_load_n(&t->w1, __ATOMIC_ACQUIRE), w0;
+        uint64_t w1 = __atomic_load_n(&t->w1, __ATOMIC_ACQUIRE), w0, start = 0;
         if (!(w1 >> 63)) {
             /* Stop only with the FIFO drained: what was pushed before the
              * stop still runs, so no waiter is left behind. */
             if (__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE) ||
                 __atomic_load_n(&p->comm->ctl->abort, __ATOMIC_ACQUIRE))
                 break;
-            /* Spin briefly for latency, then back off to spare the CPU. */
-            if (idle == 0)
+            /* Poll in place for latency, then yield, then sleep to spare
+             * the CPU (the idle policy above). */
+            if (idle++ == 0) {
                 idle_since = weft_now_ns();
-            if (++idle < 256) {
+                spinning = p->spin_ns > 0;
+                yields = 0;
+            }
+            if (spinning) {
+                phase = SEEN_SPIN;
+                if (weft_now_ns() - idle_since < (uint64_t)p->spin_ns) {
+                    cpu_relax();
+                    continue;
+                }
+                spinning = 0;
+            }
+            if (++yields < 256) {
+                phase = SEEN_YIELD;
                 sched_yield();
             } else {
-                if ((idle & 1023) == 0)
+                phase = SEEN_SLEEP;
+                if ((yields & 1023) == 0)
                     proxy_check_stall(p, idle_since);
-                struct timespec ts = {0, idle < 4096 ? 20000 : 500000};
+                struct timespec ts = {0, yields < 4096 ? 20000 : 500000};
                 nanosleep(&ts, NULL);
             }
             continue;
         }
+        if (p->stats) {
+            p->stats->seen[idle ? phase : SEEN_BUSY]++;
+            start = weft_now_ns();
+        }
         idle = 0;
+        phase = SEEN_BUSY;
         w0 = t->w0;
         __atomic_store_n(&t->w0, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&t->w1, 0, __ATOMIC_RELAXED);
         p->failed_peer = -1; /* execute names the peer once it knows the channel */
         weft_status_t status = execute(p, w0, w1 & ~(1ull << 63));
         status = status == WEFT_OK ? WEFT_FAULT_OR(WEFT_FAULT_PROXY_COMPLETION, WEFT_OK) : status;
+        if (p->stats) {
+            unsigned k = ((unsigned)(w1 >> 60) & 7u) |
+                         (((w1 >> 32) & WEFT_TRIGGER_MAX_MEM) == WEFT_TRIGGER_INLINE_MEM && (w1 >> 60) & WEFT_TRIGGER_DATA ? 8u : 0u);
+            took = weft_now_ns() - start;
+            p->stats->n[k]++;
+            p->stats->sum_ns[k] += took;
+            if (took > p->stats->max_ns[k])
+                p->stats->max_ns[k] = took;
+        }
         /* A failed trigger is recorded (device waits give up, the host
          * reports it) and consumed: the proxy keeps serving the other
          * channels rather than leaving every waiter to its deadline. */
@@ -239,6 +361,12 @@ weft_status_t weft_proxy_create(weft_comm_t *comm, size_t fifo_size, weft_proxy_
     }
     p->comm = comm;
     p->size = fifo_size;
+    p->inline_max = (int)(weft_param_int(WEFT_P_PORT_INLINE_BYTES) & ~7L);
+    if (weft_param_int(WEFT_P_PROXY_STATS) && !(p->stats = calloc(1, sizeof(*p->stats)))) {
+        free(p);
+        weft_comm_leave(comm);
+        return WEFT_ERR_NO_MEMORY;
+    }
     status = comm->gpu->host_alloc_mapped(comm->gctx, fifo_size * sizeof(weft_trigger_t), (void **)&p->triggers,
                                           (void **)&p->triggers_dev);
     if (status != WEFT_OK)
@@ -266,6 +394,7 @@ err_tail:
 err_triggers:
     comm->gpu->host_free(comm->gctx, p->triggers);
 err_free:
+    free(p->stats);
     free(p);
     weft_comm_leave(comm);
     return status;
@@ -307,6 +436,7 @@ weft_status_t weft_proxy_start(weft_proxy_t *p)
         return WEFT_ERR_INVALID_ARGUMENT;
     __atomic_store_n(&p->stop, 0, __ATOMIC_RELEASE);
     weft_topo_shared(); /* loaded here, not in the proxy thread as it starts serving */
+    p->spin_ns = proxy_spin_ns(p->comm); /* by the caller's cores, before the thread pins itself */
     if ((rc = pthread_create(&p->thread, NULL, proxy_main, p)) != 0) {
         weft_error(WEFT_SUB_PROXY, "cannot start the proxy thread: %s", strerror(rc));
         return WEFT_ERR_SYSTEM;
@@ -324,6 +454,8 @@ weft_status_t weft_proxy_stop(weft_proxy_t *p)
     __atomic_store_n(&p->stop, 1, __ATOMIC_RELEASE);
     pthread_join(p->thread, NULL);
     p->running = 0;
+    if (p->stats)
+        proxy_log_stats(p);
     return WEFT_OK;
 }
 
@@ -342,6 +474,7 @@ weft_status_t weft_proxy_destroy(weft_proxy_t *p)
     p->comm->gpu->mem_free(p->comm->gctx, &p->head_alloc);
     p->comm->gpu->host_free(p->comm->gctx, p->tail);
     p->comm->gpu->host_free(p->comm->gctx, p->triggers);
+    free(p->stats);
     free(p);
     return WEFT_OK;
 }
@@ -349,6 +482,7 @@ weft_status_t weft_proxy_destroy(weft_proxy_t *p)
 weft_status_t weft_port_channel_device_handle(weft_proxy_t *p, uint32_t channel, uint32_t dst_mem, uint32_t src_mem,
                                               weft_port_channel_dev_t *out)
 {
+    weft_mem_t *src;
     if (!p || !out || channel >= p->nchans || dst_mem >= p->nmems || src_mem >= p->nmems)
         return WEFT_ERR_INVALID_ARGUMENT;
     memset(out, 0, sizeof(*out));
@@ -362,6 +496,17 @@ weft_status_t weft_port_channel_device_handle(weft_proxy_t *p, uint32_t channel,
     out->channel = channel;
     out->dst_mem = dst_mem;
     out->src_mem = src_mem;
+    /* Inline puts (WEFT_PORT_INLINE_BYTES): the device reads the source
+     * itself, 8 bytes at a time, so it needs the memory's address here,
+     * 8-aligned; over IPC only (a network's signals are not stores that
+     * data may ride on everywhere). */
+    src = p->mems[src_mem];
+    if (p->inline_max >= 8 && src->ptr && !((uintptr_t)src->ptr & 7) &&
+        p->chans[channel]->conn->transport == WEFT_TRANSPORT_IPC) {
+        out->inline_max = (uint32_t)p->inline_max;
+        out->src_base = src->ptr;
+        out->inline_mem = src_mem;
+    }
     return WEFT_OK;
 }
 

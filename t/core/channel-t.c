@@ -1,6 +1,9 @@
 /* Memory and port channels between forked ranks on the host backend:
  * put/get at odd sizes and offsets, LL8/LL16 packets across the flag
- * wrap, signal/wait ordering, the proxy with a tiny FIFO, flush. */
+ * wrap, signal/wait ordering, the proxy with a tiny FIFO, flush; port
+ * channels also at aligned offsets, with inline puts (the bytes in the
+ * trigger) mixed with copies to the same bytes, and over the copy-engine
+ * path a GPU takes (WEFT_IPC_COPY_ENGINE: copies and stores on a stream). */
 #include "tap/basic.h"
 #include "tap/job.h"
 #include "tap/mesh.h"
@@ -101,26 +104,40 @@ static void k_order(const weft_kctx_t *k, void *a)
     }
 }
 
-static int check_slots(mesh_t *m, size_t size, int round, const char *what)
+/* Slot and source moved by these to 8-aligned offsets (the buffer is) */
+#define ALIGN_DST 3
+#define ALIGN_SRC 5
+
+static int check_slots_at(mesh_t *m, size_t shift, size_t size, int round, const char *what)
 {
     for (int p = 0; p < m->nranks; p++) {
         if (p == m->rank)
             continue;
         for (size_t i = 0; i < size; i++)
-            if ((unsigned char)m->buf[SLOT(p) + i] != pattern(p, i, round))
+            if ((unsigned char)m->buf[SLOT(p) + shift + i] != pattern(p, i, round))
                 return rank_fail("%s of %zu bytes: byte %zu from rank %d is %u, expected %u", what, size, i, p,
-                                 (unsigned char)m->buf[SLOT(p) + i], pattern(p, i, round));
+                                 (unsigned char)m->buf[SLOT(p) + shift + i], pattern(p, i, round));
         /* the byte after the slot is untouched */
-        if (m->buf[SLOT(p) + size] != 0)
+        if (m->buf[SLOT(p) + shift + size] != 0)
             return rank_fail("%s of %zu bytes from rank %d wrote past its end", what, size, p);
     }
     return 0;
 }
 
-static void fill_src(mesh_t *m, size_t size, int round)
+static int check_slots(mesh_t *m, size_t size, int round, const char *what)
+{
+    return check_slots_at(m, 0, size, round, what);
+}
+
+static void fill_src_at(mesh_t *m, size_t shift, size_t size, int round)
 {
     for (size_t i = 0; i < size; i++)
-        m->buf[SRC(m->nranks) + i] = (char)pattern(m->rank, i, round);
+        m->buf[SRC(m->nranks) + shift + i] = (char)pattern(m->rank, i, round);
+}
+
+static void fill_src(mesh_t *m, size_t size, int round)
+{
+    fill_src_at(m, 0, size, round);
 }
 
 static void clear_slots(mesh_t *m)
@@ -205,37 +222,93 @@ typedef struct {
     mesh_t *m;
     weft_port_channel_dev_t pc[MESH_MAX];
     size_t size;
+    size_t dshift, sshift; /* 0, or ALIGN_DST and ALIGN_SRC: aligned offsets */
     int chunks;       /* FIFO test: this many 16-byte puts, then a signal */
     int flush_check;  /* after put_with_signal_and_flush, read the peer's copy */
+    int mixed;        /* puts large and small (copies, inline) over each other */
     char *remote[MESH_MAX];
     int bad;          /* set by the kernel */
 } pargs_t;
+
+/* The mixed sequence: pieces of the source (from offset src, length n) put
+ * at slot offset dst, in this order; later ones overwrite earlier ones.
+ * With inline puts of up to 64 bytes, the 8- and 64-byte pieces travel in
+ * triggers and the others are copies: each must land in put order. */
+static const struct { size_t dst, src, n; } mixed_puts[] = {
+    {0, 0, 4096}, {0, 8192, 8}, {4096, 8256, 64}, {4104, 4096, 128}, {4224, 9000, 8}, {4224, 9008, 16},
+};
+#define MIXED_BYTES 4240 /* the slot's bytes the sequence covers */
+
+/* The byte of the mixed sequence's result at slot offset i. */
+static size_t mixed_src_byte(size_t i)
+{
+    size_t from = (size_t)-1;
+    for (size_t j = 0; j < sizeof(mixed_puts) / sizeof(mixed_puts[0]); j++)
+        if (i >= mixed_puts[j].dst && i < mixed_puts[j].dst + mixed_puts[j].n)
+            from = mixed_puts[j].src + (i - mixed_puts[j].dst);
+    return from;
+}
 
 static void k_port(const weft_kctx_t *k, void *a)
 {
     pargs_t *pa = *(pargs_t **)a;
     mesh_t *m = pa->m;
     int p = (int)k->block;
+    size_t slot = SLOT(m->rank) + pa->dshift, src = SRC(m->nranks) + pa->sshift;
     if (p == m->rank)
         return;
-    if (pa->chunks) {
+    if (pa->mixed) {
+        size_t n = sizeof(mixed_puts) / sizeof(mixed_puts[0]);
+        for (size_t j = 0; j + 1 < n; j++)
+            if (weft_pc_put(&pa->pc[p], slot + mixed_puts[j].dst, src + mixed_puts[j].src, mixed_puts[j].n))
+                return;
+        if (weft_pc_put_with_signal(&pa->pc[p], slot + mixed_puts[n - 1].dst, src + mixed_puts[n - 1].src,
+                                    mixed_puts[n - 1].n))
+            return;
+    } else if (pa->chunks) {
         for (int c = 0; c < pa->chunks; c++)
-            if (weft_pc_put(&pa->pc[p], SLOT(m->rank) + 16 * (size_t)c, SRC(m->nranks) + 16 * (size_t)c, 16))
+            if (weft_pc_put(&pa->pc[p], slot + 16 * (size_t)c, src + 16 * (size_t)c, 16))
                 return;
         weft_pc_signal(&pa->pc[p]);
     } else if (pa->flush_check) {
-        if (weft_pc_put_with_signal_and_flush(&pa->pc[p], SLOT(m->rank), SRC(m->nranks), pa->size))
+        if (weft_pc_put_with_signal_and_flush(&pa->pc[p], slot, src, pa->size))
             return;
         /* flushed: the bytes are at the peer now */
-        if (memcmp(pa->remote[p] + SLOT(m->rank), m->buf + SRC(m->nranks), pa->size) != 0)
+        if (memcmp(pa->remote[p] + slot, m->buf + src, pa->size) != 0)
             pa->bad = 1;
     } else {
-        weft_pc_put_with_signal(&pa->pc[p], SLOT(m->rank), SRC(m->nranks), pa->size);
+        weft_pc_put_with_signal(&pa->pc[p], slot, src, pa->size);
     }
     weft_pc_wait(&pa->pc[p]);
     /* our source may be rewritten next: our proxy must be done reading it */
     weft_pc_flush(&pa->pc[p]);
 }
+
+static int check_mixed(mesh_t *m)
+{
+    for (int p = 0; p < m->nranks; p++) {
+        if (p == m->rank)
+            continue;
+        for (size_t i = 0; i < MIXED_BYTES; i++) {
+            unsigned char want = pattern(p, mixed_src_byte(i), 55);
+            if ((unsigned char)m->buf[SLOT(p) + ALIGN_DST + i] != want)
+                return rank_fail("mixed puts: byte %zu from rank %d is %u, expected %u (put order lost?)", i, p,
+                                 (unsigned char)m->buf[SLOT(p) + ALIGN_DST + i], want);
+        }
+        if (m->buf[SLOT(p) + ALIGN_DST + MIXED_BYTES] != 0)
+            return rank_fail("mixed puts from rank %d wrote past their end", p);
+    }
+    return 0;
+}
+
+/* A run of port_channels: ranks, FIFO slots and the environment it sets
+ * (where the caller's does not: a variant given from outside stays). */
+typedef struct {
+    size_t fifo;
+    const char *inline_bytes; /* WEFT_PORT_INLINE_BYTES, or NULL */
+    const char *copy_engine;  /* WEFT_IPC_COPY_ENGINE */
+    const char *batch;        /* WEFT_PORT_BATCH */
+} port_run_t;
 
 static int port_channels(int rank, int nranks, void *arg)
 {
@@ -245,8 +318,16 @@ static int port_channels(int rank, int nranks, void *arg)
     weft_semaphore_t *sema[MESH_MAX] = {0};
     pargs_t *pa = calloc(1, sizeof(*pa));
     uint32_t local_id, remote_id[MESH_MAX], chan[MESH_MAX];
-    size_t fifo = (size_t)(uintptr_t)arg;
+    const port_run_t *run = arg;
+    size_t fifo = run->fifo;
     int fails = 0;
+
+    if (run->inline_bytes)
+        setenv("WEFT_PORT_INLINE_BYTES", run->inline_bytes, 0);
+    if (run->copy_engine)
+        setenv("WEFT_IPC_COPY_ENGINE", run->copy_engine, 0);
+    if (run->batch)
+        setenv("WEFT_PORT_BATCH", run->batch, 0);
 
     if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, NULL, &comm) != WEFT_OK)
         return rank_fail("init: %s", weft_get_last_error());
@@ -284,17 +365,55 @@ static int port_channels(int rank, int nranks, void *arg)
             weft_bootstrap_barrier(comm);
         }
     }
-    /* many small puts through the FIFO: it fills and wraps */
-    pa->chunks = 300;
-    pa->size = 16 * 300;
+    /* at aligned offsets: the sizes an inline put takes and some it does not */
+    static const size_t asizes[] = {8, 16, 24, 64, 72, 256, 4096};
+    pa->dshift = ALIGN_DST;
+    pa->sshift = ALIGN_SRC;
+    for (size_t s = 0; s < sizeof(asizes) / sizeof(asizes[0]) && !fails; s++) {
+        for (int flush = 0; flush < 2 && !fails; flush++) {
+            pa->size = asizes[s];
+            pa->flush_check = flush;
+            clear_slots(&m);
+            fill_src_at(&m, ALIGN_SRC, pa->size, (int)s + 30 + 20 * flush);
+            weft_bootstrap_barrier(comm);
+            rank_step("aligned port put%s of %zu bytes", flush ? " with flush" : "", pa->size);
+            if (mesh_launch(&m, k_port, (unsigned)nranks, &pa, sizeof(pa)) != WEFT_OK)
+                return rank_fail("port kernel: %s", weft_get_last_error());
+            fails += check_slots_at(&m, ALIGN_DST, pa->size, (int)s + 30 + 20 * flush,
+                                    flush ? "aligned port put+flush" : "aligned port put");
+            if (pa->bad)
+                fails += rank_fail("data missing at the peer right after flush (%zu aligned bytes)", pa->size);
+            weft_bootstrap_barrier(comm);
+        }
+    }
+    pa->flush_check = 0;
+    /* copies and inline puts over each other: put order holds */
+    pa->mixed = 1;
     clear_slots(&m);
-    fill_src(&m, pa->size, 77);
+    fill_src_at(&m, ALIGN_SRC, 9100, 55);
     weft_bootstrap_barrier(comm);
-    rank_step("300 puts through a FIFO of %zu", fifo);
-    if (mesh_launch(&m, k_port, (unsigned)nranks, &pa, sizeof(pa)) != WEFT_OK)
-        return rank_fail("fifo kernel: %s", weft_get_last_error());
-    fails += check_slots(&m, pa->size, 77, "300 FIFO puts");
+    rank_step("mixed puts");
+    if (!fails && mesh_launch(&m, k_port, (unsigned)nranks, &pa, sizeof(pa)) != WEFT_OK)
+        return rank_fail("mixed kernel: %s", weft_get_last_error());
+    fails += fails ? 0 : check_mixed(&m);
     weft_bootstrap_barrier(comm);
+    pa->mixed = 0;
+    /* many small puts through the FIFO: it fills and wraps (aligned: inline
+     * puts where they are on, two triggers each) */
+    for (int aligned = 0; aligned < 2 && !fails; aligned++) {
+        pa->chunks = 300;
+        pa->size = 16 * 300;
+        pa->dshift = aligned ? ALIGN_DST : 0;
+        pa->sshift = aligned ? ALIGN_SRC : 0;
+        clear_slots(&m);
+        fill_src_at(&m, pa->sshift, pa->size, 77 + aligned);
+        weft_bootstrap_barrier(comm);
+        rank_step("300 %sputs through a FIFO of %zu", aligned ? "aligned " : "", fifo);
+        if (mesh_launch(&m, k_port, (unsigned)nranks, &pa, sizeof(pa)) != WEFT_OK)
+            return rank_fail("fifo kernel: %s", weft_get_last_error());
+        fails += check_slots_at(&m, pa->dshift, pa->size, 77 + aligned, "300 FIFO puts");
+        weft_bootstrap_barrier(comm);
+    }
     rank_step("teardown");
     weft_proxy_destroy(proxy);
     for (int p = 0; p < nranks; p++)
@@ -309,15 +428,25 @@ static int port_channels(int rank, int nranks, void *arg)
 int main(void)
 {
     static const int counts[] = {2, 3, 8};
-    plan(6);
+    static const port_run_t fifo4 = {4, NULL, NULL, NULL}, fifo512 = {512, NULL, NULL, NULL},
+                            fifo2 = {2, NULL, NULL, NULL}, inl = {4, "64", NULL, NULL},
+                            ce = {8, NULL, "1", NULL}, ce_inl = {2, "64", "1", NULL}, ce_inl1 = {512, "64", "1", "0"};
+    plan(10);
     for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
         ok(run_ranks(counts[i], 120000, memory_channels, NULL, NULL),
            "%d ranks: memory channel put/get, LL16/LL8 packets across the flag wrap, signal/wait ordering",
            counts[i]);
-    ok(run_ranks(2, 120000, port_channels, (void *)(uintptr_t)4, NULL),
-       "2 ranks: port channel put, put+signal+flush, 300 puts through a FIFO of 4");
-    ok(run_ranks(4, 120000, port_channels, (void *)(uintptr_t)512, NULL),
-       "4 ranks: port channels through a FIFO of 512");
-    ok(run_ranks(3, 120000, port_channels, (void *)(uintptr_t)2, NULL), "3 ranks: port channels through a FIFO of 2");
+    ok(run_ranks(2, 120000, port_channels, (void *)&fifo4, NULL),
+       "2 ranks: port channel put, put+signal+flush, mixed puts, 300 puts through a FIFO of 4");
+    ok(run_ranks(4, 120000, port_channels, (void *)&fifo512, NULL), "4 ranks: port channels through a FIFO of 512");
+    ok(run_ranks(3, 120000, port_channels, (void *)&fifo2, NULL), "3 ranks: port channels through a FIFO of 2");
+    ok(run_ranks(2, 120000, port_channels, (void *)&inl, NULL),
+       "2 ranks: inline puts of up to 64 bytes (WEFT_PORT_INLINE_BYTES) among copies, FIFO of 4");
+    ok(run_ranks(3, 120000, port_channels, (void *)&ce, NULL),
+       "3 ranks: the copy-engine path (WEFT_IPC_COPY_ENGINE: copies and stores on a stream), FIFO of 8");
+    ok(run_ranks(2, 120000, port_channels, (void *)&ce_inl, NULL),
+       "2 ranks: the copy-engine path with inline puts batched with their signals, FIFO of 2");
+    ok(run_ranks(3, 120000, port_channels, (void *)&ce_inl1, NULL),
+       "3 ranks: the copy-engine path with inline puts, one stream store a call (WEFT_PORT_BATCH=0), FIFO of 512");
     return test_done();
 }

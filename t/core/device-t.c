@@ -1,6 +1,7 @@
 /* The portable device API on the host: copies for any alignment and
  * thread split, LL packets and their flags, bounded waits, trigger
- * encoding (including splits and high offsets), element conversions. */
+ * encoding (including splits and high offsets, and inline puts),
+ * element conversions. */
 #include "tap/basic.h"
 #include "weft/device.h"
 #include "weft/dtype.h"
@@ -29,7 +30,7 @@ int main(void)
     weft_dev_ctl_t ctl;
     uint64_t word = 0;
 
-    plan(23);
+    plan(26);
     for (size_t n = 0; n <= 200 && all; n += (n < 40 ? 1 : 23))
         for (size_t da = 0; da < 17 && all; da++)
             for (size_t sa = 0; sa < 17 && all; sa += 3)
@@ -120,6 +121,36 @@ int main(void)
         ok(((trig[3].w1 >> 50) & 1023) == 1000 && ((trig[3].w1 >> 41) & 511) == 511 && ((trig[3].w1 >> 32) & 511) == 3 &&
                (trig[3].w1 >> 63),
            "channel and memory ids and the valid bit are encoded");
+
+        /* inline puts (inline_max): 8 bytes a trigger, the bytes in w0 */
+        uint64_t words[4] = {0x1122334455667788ull, 0x99aabbccddeeff00ull, 3, 4};
+        memset(trig, 0, sizeof(trig));
+        head = tail = 0;
+        pc.inline_max = 16;
+        pc.src_base = (const char *)words;
+        pc.inline_mem = 3;
+        ok(weft_pc_put_with_signal(&pc, 64, 0, 16) == 0 && head == 2 &&
+               ((trig[0].w1 >> 32) & 511) == WEFT_TRIGGER_INLINE_MEM && trig[0].w0 == words[0] &&
+               (trig[0].w1 & 0xffffffff) == 64 && ((trig[0].w1 >> 60) & 7) == WEFT_TRIGGER_DATA &&
+               trig[1].w0 == words[1] && (trig[1].w1 & 0xffffffff) == 72 &&
+               ((trig[1].w1 >> 60) & 7) == (WEFT_TRIGGER_DATA | WEFT_TRIGGER_SIGNAL) &&
+               ((trig[1].w1 >> 41) & 511) == 511 && ((trig[1].w1 >> 50) & 1023) == 1000,
+           "a 16-byte put goes inline: two triggers carrying the bytes, the signal on the last");
+        memset(trig, 0, sizeof(trig));
+        head = tail = 0;
+        ok(weft_pc_put(&pc, (5ull << 32) + 8, 8, 8) == 0 && head == 2 && ((trig[0].w1 >> 60) & 7) == WEFT_TRIGGER_BASE &&
+               (trig[0].w0 >> 32) == 5 && ((trig[1].w1 >> 32) & 511) == WEFT_TRIGGER_INLINE_MEM &&
+               trig[1].w0 == words[1] && (trig[1].w1 & 0xffffffff) == 8,
+           "an inline put at a high offset is preceded by a BASE trigger");
+        memset(trig, 0, sizeof(trig));
+        head = tail = 0;
+        int copies = weft_pc_put(&pc, 64, 0, 24) == 0 && weft_pc_put(&pc, 68, 0, 8) == 0 &&
+                     weft_pc_put(&pc, 64, 4, 8) == 0 && weft_pc_put(&pc, 64, 0, 12) == 0;
+        pc.src_mem = 4; /* another memory than the one src_base belongs to */
+        copies = copies && weft_pc_put(&pc, 64, 0, 8) == 0 && head == 5;
+        for (int i = 0; i < 5; i++)
+            copies = copies && ((trig[i].w1 >> 32) & 511) != WEFT_TRIGGER_INLINE_MEM;
+        ok(copies, "puts above inline_max, at unaligned offsets or sizes, or from another memory are copies");
     }
 
     /* element conversions */

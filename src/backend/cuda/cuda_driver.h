@@ -53,6 +53,11 @@ weft_status_t weft_cuda_dmabuf_export(weft_gpu_ctx_t *ctx, void *ptr, size_t byt
  * before the store. WEFT_ERR_UNSUPPORTED where the driver or the device
  * lacks 64-bit stream memory operations (cuda_stream_ops.c). */
 weft_status_t weft_cuda_write_value64(void *stream, void *dst, uint64_t value);
+/* weft_cuda_write_value64 of values[i] to dst[i], i < @p n (at most
+ * WEFT_CUDA_BATCH_MAX), in order, in one cuStreamBatchMemOp;
+ * WEFT_ERR_UNSUPPORTED, nothing queued, where the driver refuses it. */
+#define WEFT_CUDA_BATCH_MAX 8
+weft_status_t weft_cuda_write_value64_batch(void *stream, unsigned n, void *const *dst, const uint64_t *values);
 
 /* capture_on_release (cuda_stream_ops.c): a user object that the graph
  * being captured on @p stream retains; its destructor is @p release. */

@@ -38,6 +38,8 @@
 /* A 64-bit store queued on a stream: the driver's cuStreamWriteValue64
  * (cuda_stream_ops.c). */
 #define RT_WRITE_VALUE64(stream, dst, value) weft_cuda_write_value64(stream, dst, value)
+/* Several, as one batch (cuStreamBatchMemOp). */
+#define RT_WRITE_VALUE64_BATCH(stream, n, dst, values) weft_cuda_write_value64_batch(stream, n, dst, values)
 
 /* What only CUDA has, in the ops table. */
 #define WEFT_GPURT_VENDOR_OPS                                                                                      \

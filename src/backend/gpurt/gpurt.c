@@ -398,6 +398,16 @@ static weft_status_t gpurt_stream_write_u64(weft_gpu_ctx_t *ctx, void *dst, uint
     return RT_WRITE_VALUE64((rtStream_t)stream, dst, value);
 }
 
+#ifdef RT_WRITE_VALUE64_BATCH
+/* Several such stores as one submission (where the vendor has it). */
+static weft_status_t gpurt_stream_write_u64_batch(weft_gpu_ctx_t *ctx, unsigned n, void *const *dst,
+                                                  const uint64_t *values, weft_gpu_stream_t *stream)
+{
+    RT(SetDevice)(ctx->device);
+    return RT_WRITE_VALUE64_BATCH((rtStream_t)stream, n, dst, values);
+}
+#endif
+
 /* The kernel table of src/kernels/gpu_instantiate.h, compiled by nvcc
  * (cuda_kernels.cu) or hipcc (hip_kernels.hip): indexed by the kernel's
  * index (weft_kernel_id_t). */
@@ -454,4 +464,7 @@ const weft_gpu_ops_t WEFT_GPURT_OPS = {
     .memcpy_async = gpurt_memcpy_async,
     .launch = gpurt_launch,
     .stream_write_u64 = gpurt_stream_write_u64,
+#ifdef RT_WRITE_VALUE64_BATCH
+    .stream_write_u64_batch = gpurt_stream_write_u64_batch,
+#endif
 };

@@ -17,6 +17,8 @@ weft_status_t weft_host_event_destroy(weft_gpu_ctx_t *ctx, weft_gpu_event_t *eve
 weft_status_t weft_host_event_record(weft_gpu_ctx_t *ctx, weft_gpu_event_t *event, weft_gpu_stream_t *stream);
 weft_status_t weft_host_event_query(weft_gpu_ctx_t *ctx, weft_gpu_event_t *event);
 weft_status_t weft_host_stream_write_u64(weft_gpu_ctx_t *ctx, void *dst, uint64_t value, weft_gpu_stream_t *s);
+weft_status_t weft_host_stream_write_u64_batch(weft_gpu_ctx_t *ctx, unsigned n, void *const *dst,
+                                               const uint64_t *values, weft_gpu_stream_t *s);
 weft_status_t weft_host_memcpy_async(weft_gpu_ctx_t *ctx, void *dst, const void *src, size_t bytes,
                                      weft_gpu_stream_t *stream);
 weft_status_t weft_host_launch(weft_gpu_ctx_t *ctx, const weft_gpu_launch_t *launch, weft_gpu_stream_t *stream);

@@ -303,5 +303,6 @@ const weft_gpu_ops_t weft_host_gpu_ops = {
     .event_query = weft_host_event_query,
     .memcpy_async = weft_host_memcpy_async,
     .stream_write_u64 = weft_host_stream_write_u64,
+    .stream_write_u64_batch = weft_host_stream_write_u64_batch,
     .launch = weft_host_launch,
 };

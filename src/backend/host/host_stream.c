@@ -653,6 +653,16 @@ weft_status_t weft_host_stream_write_u64(weft_gpu_ctx_t *ctx, void *dst, uint64_
     return WEFT_OK;
 }
 
+weft_status_t weft_host_stream_write_u64_batch(weft_gpu_ctx_t *ctx, unsigned n, void *const *dst,
+                                               const uint64_t *values, weft_gpu_stream_t *s)
+{
+    weft_status_t status;
+    for (unsigned i = 0; i < n; i++)
+        if ((status = weft_host_stream_write_u64(ctx, dst[i], values[i], s)) != WEFT_OK)
+            return status;
+    return WEFT_OK;
+}
+
 weft_status_t weft_host_launch(weft_gpu_ctx_t *ctx, const weft_gpu_launch_t *l, weft_gpu_stream_t *s)
 {
     if (!l->host_fn || l->nblocks == 0 || l->nblocks > ctx->max_blocks || l->args_size > ARGS_MAX ||
