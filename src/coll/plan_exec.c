@@ -18,7 +18,8 @@
  * A call runs the kernel on the caller's own buffers where it can (zero
  * copy, below); otherwise it copies the caller's input into the plan's
  * input buffer, runs the kernel and copies the output out, all on the
- * caller's stream. A larger message than the buffers hold rebuilds them
+ * caller's stream (or, for a plan that agrees in the kernel, below, the
+ * kernel copies). A larger message than the buffers hold rebuilds them
  * (collectively, since every rank sees it).
  *
  * Zero copy: where no peer reaches this rank's input or output (they only
@@ -31,8 +32,27 @@
  * the copies' pointers) when they are aligned and laid out as the plan
  * needs (in place: the input where the plan keeps it in the output;
  * otherwise not overlapping), else the call copies. Nothing is registered
- * for it. Plans whose peers read or write the caller's buffers (a remote
- * input or output) copy every call: see the README.
+ * for it.
+ *
+ * Zero copy where peers reach the caller's buffers (a remote input or
+ * output): a rank may run on its caller's buffers only if every rank does,
+ * since a peer reads or writes them, and a host-side agreement per call
+ * could be neither captured in a graph nor made without waiting for the
+ * peers. So the kernel agrees, as the built-in collectives do
+ * (src/kernels/coll_common.h), from values every rank publishes
+ * (executor.h, weft_x_zc_agree): per call this rank looks its buffers up
+ * in the registration table (windows, weft_comm_register, the
+ * registration cache: weft_reg_find, local) and passes, as launch
+ * arguments, whether they qualify (zc_fits' alignment and placement, and a
+ * row for each buffer peers reach) with their rows and offsets; the
+ * kernel publishes them in a small registered area every peer has mapped
+ * (zr_setup), waits for every rank's, and either resolves the peers' rows
+ * into its remote pointers, or copies in and out itself (no copies on the
+ * stream then). Set up where every rank is on one host with IPC (the
+ * table's condition), no port channel names the buffers by their
+ * registrations, no switch channel binds them, every rank runs a block,
+ * and no rank has WEFT_EXEC_ZERO_COPY off (agreed at setup); otherwise
+ * such plans copy on the stream.
  */
 #include "config.h"
 

@@ -14,6 +14,9 @@
  * a pipeline runs its body over
  * unit_size slices. Unlike MSCCL++, reductions use the call's operation
  * (sum, prod, min, max; avg is a sum scaled at the end) in every type.
+ * A plan whose peers reach the caller's buffers first agrees with every
+ * rank whether this execution runs on them (weft_x_zc_agree), and where
+ * not, copies the caller's input in and the output out itself.
  */
 #ifndef WEFT_KERNELS_EXECUTOR_H
 #define WEFT_KERNELS_EXECUTOR_H

@@ -38,6 +38,7 @@
 #include "weft.h"
 
 #include <dirent.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -339,6 +340,45 @@ static int rank_main(int rank, int nranks, void *arg)
     return fails;
 }
 
+/* allreduce.json on windows: rank 1 is killed after a zero-copy call;
+ * rank 0's next executions (the kernel waits for rank 1's publication)
+ * fail within seconds, naming rank 1. */
+static int killed_peer(int rank, int nranks, void *arg)
+{
+    const zr_case_t *zc = arg;
+    weft_comm_t *comm;
+    weft_stream_t *s;
+    weft_plan_t *p;
+    weft_comm_window_t *w;
+    char *buf;
+    size_t bytes;
+    weft_status_t st = WEFT_OK;
+    long start, t0 = 0;
+    int calls = 0;
+    if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, NULL, &comm) != WEFT_OK ||
+        weft_stream_create(comm, &s) != WEFT_OK || weft_plan_load(zc->path, &p) != WEFT_OK)
+        return rank_fail("init: %s", weft_get_last_error());
+    bytes = 1024 * (size_t)p->gpus[rank].chunks[WEFT_PLAN_BUF_INPUT];
+    if (weft_mem_alloc(comm, bytes, (void **)&buf) != WEFT_OK ||
+        weft_comm_window_register(comm, buf, bytes, &w) != WEFT_OK)
+        return rank_fail("window: %s", weft_get_last_error());
+    rank_step("executions until rank 1 is gone");
+    for (start = now_ms(); st == WEFT_OK; calls++) {
+        if (now_ms() - start > 20000) return rank_fail("the executions never failed");
+        if (rank == 1 && weft_reg_zc_calls(comm) > 0) raise(SIGKILL);
+        t0 = now_ms();
+        st = weft_execute(comm, p, buf, buf, bytes, bytes, WEFT_FLOAT32, WEFT_SUM, s);
+        if (st == WEFT_OK) st = weft_stream_synchronize(s);
+    }
+    diag("rank %d: execution %d failed after %ld ms: %s", rank, calls, now_ms() - t0, weft_get_last_error());
+    if (calls < 2 || weft_reg_zc_calls(comm) == 0) return rank_fail("no zero-copy execution before the failure");
+    if (!strstr(weft_get_last_error(), "rank 1"))
+        return rank_fail("the error does not name rank 1: %s", weft_get_last_error());
+    if (now_ms() - t0 > 10000) return rank_fail("the error took %ld ms", now_ms() - t0);
+    weft_comm_destroy(comm);
+    return 0;
+}
+
 /* The plan's remote buffers name an input or output; *port: it has port channels. */
 static int reaches_caller(const weft_plan_t *p, int *port)
 {
@@ -390,8 +430,9 @@ int main(void)
         }
         free(names);
     }
-    if (nplans < 3) bail("only %d plans reach the caller's buffers: allreduce.json among them?", nplans);
-    plan(n);
+    if (nplans < 3 || strcmp(cases[0].name, "allreduce.json"))
+        bail("%d plans reach the caller's buffers, the first %s: allreduce.json first expected", nplans, cases[0].name);
+    plan(n + 1);
     for (int i = 0; i < n; i++)
         ok(run_ranks(2, 120000, rank_main, &cases[i], NULL),
            "%s on %s%s: right results; %s", cases[i].name, cases[i].reg ? "registered buffers" : "windows",
@@ -399,5 +440,12 @@ int main(void)
            cases[i].env_off || cases[i].port
                ? "every call copies"
                : "zero copy (counted, the plan's buffers untouched) exactly where every rank's buffers admit it");
+    {
+        ranks_result_t res;
+        run_ranks(2, 60000, killed_peer, &cases[0], &res);
+        ok(!res.timed_out && res.code[1] == -SIGKILL && res.exited[0] && res.code[0] == 0,
+           "%s: a rank killed between zero-copy executions: the other's fail within seconds, naming it",
+           cases[0].name);
+    }
     return test_done();
 }
