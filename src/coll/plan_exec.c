@@ -701,9 +701,8 @@ static uint32_t fit_threads(const struct weft_plan *plan, const struct weft_exec
 /* Vector loads and stores (16 bytes) of the interpreter. */
 #define ZC_ALIGN 16
 
-/* 1 when this call of @p plan on @p x can run on the caller's buffers
- * (the top of the file): the plan admits it, it is on, and the buffers are
- * aligned and laid out as the plan's would be. */
+/* 1 when the caller's buffers are aligned and laid out as the plan's
+ * would be (the top of the file). */
 static int zc_placed(const struct weft_plan *plan, const struct weft_executor *x, const void *sendbuf,
                      void *recvbuf, size_t send_bytes, size_t recv_bytes)
 {
@@ -718,6 +717,9 @@ static int zc_placed(const struct weft_plan *plan, const struct weft_executor *x
     return !send_bytes || !recv_bytes || s + send_bytes <= r || r + recv_bytes <= s;
 }
 
+/* 1 when this call of @p plan on @p x can run on the caller's buffers,
+ * decided by this rank alone: the plan admits it (no peer reaches them),
+ * it is on, and they are placed as the plan needs. */
 static int zc_fits(const struct weft_plan *plan, const struct weft_executor *x, const void *sendbuf, void *recvbuf,
                    size_t send_bytes, size_t recv_bytes)
 {
