@@ -18,7 +18,8 @@
  * A call runs the kernel on the caller's own buffers where it can (zero
  * copy, below); otherwise it copies the caller's input into the plan's
  * input buffer, runs the kernel and copies the output out, all on the
- * caller's stream. A larger message than the buffers hold rebuilds them
+ * caller's stream (or, for a plan that agrees in the kernel, below, the
+ * kernel copies). A larger message than the buffers hold rebuilds them
  * (collectively, since every rank sees it).
  *
  * Zero copy: where no peer reaches this rank's input or output (they only
@@ -31,8 +32,27 @@
  * the copies' pointers) when they are aligned and laid out as the plan
  * needs (in place: the input where the plan keeps it in the output;
  * otherwise not overlapping), else the call copies. Nothing is registered
- * for it. Plans whose peers read or write the caller's buffers (a remote
- * input or output) copy every call: see the README.
+ * for it.
+ *
+ * Zero copy where peers reach the caller's buffers (a remote input or
+ * output): a rank may run on its caller's buffers only if every rank does,
+ * since a peer reads or writes them, and a host-side agreement per call
+ * could be neither captured in a graph nor made without waiting for the
+ * peers. So the kernel agrees, as the built-in collectives do
+ * (src/kernels/coll_common.h), from values every rank publishes
+ * (executor.h, weft_x_zc_agree): per call this rank looks its buffers up
+ * in the registration table (windows, weft_comm_register, the
+ * registration cache: weft_reg_find, local) and passes, as launch
+ * arguments, whether they qualify (zc_fits' alignment and placement, and a
+ * row for each buffer peers reach) with their rows and offsets; the
+ * kernel publishes them in a small registered area every peer has mapped
+ * (zr_setup), waits for every rank's, and either resolves the peers' rows
+ * into its remote pointers, or copies in and out itself (no copies on the
+ * stream then). Set up where every rank is on one host with IPC (the
+ * table's condition), no port channel names the buffers by their
+ * registrations, no switch channel binds them, every rank runs a block,
+ * and no rank has WEFT_EXEC_ZERO_COPY off (agreed at setup); otherwise
+ * such plans copy on the stream.
  */
 #include "config.h"
 
@@ -55,6 +75,8 @@
 #include <string.h>
 
 #define ALIGN64(x) (((x) + 63) & ~(size_t)63)
+
+_Static_assert(WEFT_X_REG_ROWS == WEFT_REG_ROWS, "the kernel's table rows are the registration table's");
 
 struct weft_executor {
     struct weft_executor *next;  /* the plan's executors */
@@ -81,13 +103,20 @@ struct weft_executor {
     uint64_t execs;
     int zc_ok;                     /* the plan admits running on the caller's buffers (top of the file) */
     uint64_t zc_execs;             /* executions that did */
+    /* zero copy where peers reach the caller's buffers (the top of the file) */
+    int zr;                        /* the ranks agree per call, in the kernel */
+    int zr_need[2];                /* peers reach this rank's input, output: registered, or no zero copy */
+    void *zinfo;                   /* this rank's publication area (weft_xzc_t) */
+    weft_mem_t *zinfo_mem;
+    weft_mem_t **rzinfo;           /* [nranks] the peers', imported */
     /* the last execution, as a CUDA/HIP graph would hold it (weft_plan_replay_last) */
     weft_exec_args_t last_args;
     const void *last_send;
     void *last_recv;
     size_t last_send_bytes, last_recv_bytes;
     int has_last;
-    int last_zc;                   /* on the caller's buffers: no copies */
+    int last_zc;                   /* on the caller's buffers, decided here: no copies */
+    int last_copies;               /* the copies in and out on the stream (not: zero copy, or the kernel's) */
     uint32_t last_threads;         /* its threads per block (fit_threads) */
     /* the most bytes one op hands one block, as chunks (an op outside a
      * pipeline: its largest reference over its group's size) and as bytes
@@ -121,6 +150,11 @@ static void exec_free(struct weft_executor *x)
         if (x->alloc[t]) weft_mem_free(comm, x->alloc[t]);
         if (x->sc[t]) weft_switch_channel_destroy(x->sc[t]);
     }
+    for (int p = 0; x->rzinfo && p < n; p++)
+        if (x->rzinfo[p]) weft_mem_deregister(x->rzinfo[p]);
+    free(x->rzinfo);
+    if (x->zinfo_mem) weft_mem_deregister(x->zinfo_mem);
+    if (x->zinfo) weft_mem_free(comm, x->zinfo);
     if (x->dev.ptr) comm->gpu->mem_free(comm->gctx, &x->dev);
     if (x->sync.ptr) comm->gpu->mem_free(comm->gctx, &x->sync);
     if (x->trace.ptr) comm->gpu->mem_free(comm->gctx, &x->trace);
@@ -225,6 +259,56 @@ static weft_status_t dev_alloc_copy(weft_comm_t *comm, size_t bytes, unsigned fl
     return status;
 }
 
+/* Zero copy on for this process: the test's override, else WEFT_EXEC_ZERO_COPY. */
+static int zc_on(const struct weft_plan *plan)
+{
+    return plan->zc_force ? plan->zc_force > 0 : weft_param_int(WEFT_P_EXEC_ZERO_COPY) == 1;
+}
+
+/* 1 if every rank of @p plan runs a thread block: the agreement is made
+ * by the kernel, which a rank without blocks never launches. */
+static int every_rank_runs(const struct weft_plan *plan)
+{
+    for (uint32_t g = 0; g < plan->ngpus; g++)
+        if (!plan->gpus[g].ntb) return 0;
+    return 1;
+}
+
+/*
+ * Collective, for a plan whose peers reach the caller's buffers: every rank
+ * says whether it can agree per call (zero copy not off here, and the
+ * registration table, which only ranks all on one host have); where all
+ * can, each allocates its publication area, zeroed (no call's sequence
+ * word yet), and maps the peers'. Where some cannot, x->zr stays 0: every
+ * call copies on the stream, as before.
+ */
+static weft_status_t zr_setup(weft_comm_t *comm, struct weft_executor *x)
+{
+    int n = comm->nranks, all = 1;
+    int32_t *can = calloc((size_t)n, sizeof(*can));
+    weft_status_t status;
+    if (!can) return WEFT_ERR_NO_MEMORY;
+    can[comm->rank] = (x->plan->zc_force > 0 || weft_param_int(WEFT_P_EXEC_ZERO_COPY) == 1) &&
+                      weft_window_table(comm) != NULL;
+    status = weft_bootstrap_allgather(comm, can, sizeof(*can));
+    for (int p = 0; p < n; p++) all &= can[p] != 0;
+    free(can);
+    if (status != WEFT_OK || !all) return status;
+    {
+        size_t bytes = 2 * WEFT_X_ZC_WORDS * sizeof(uint64_t);
+        uint64_t zero[2 * WEFT_X_ZC_WORDS];
+        memset(zero, 0, sizeof(zero));
+        if ((status = weft_mem_alloc_flags(comm, 4096, WEFT_GPU_MEM_SYNC, &x->zinfo)) != WEFT_OK ||
+            (status = weft_comm_to_device(comm, x->zinfo, zero, bytes)) != WEFT_OK ||
+            (status = weft_mem_register(comm, x->zinfo, 4096, WEFT_TRANSPORT_IPC, &x->zinfo_mem)) != WEFT_OK)
+            return status;
+    }
+    if (!(x->rzinfo = calloc((size_t)n, sizeof(*x->rzinfo)))) return WEFT_ERR_NO_MEMORY;
+    if ((status = weft_mem_exchange(comm, x->zinfo_mem, x->rzinfo)) != WEFT_OK) return status;
+    x->zr = 1;
+    return WEFT_OK;
+}
+
 static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_t in_bytes, size_t out_bytes,
                                 size_t chunk, struct weft_executor **out)
 {
@@ -291,6 +375,12 @@ static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_
         }
     }
     if (plan->inplace) x->buf[WEFT_PLAN_BUF_INPUT] = x->buf[WEFT_PLAN_BUF_OUTPUT] + x->in_off;
+    /* peers reach the caller's buffers: the same test on every rank (the plan's) */
+    x->zr_need[WEFT_PLAN_BUF_INPUT] = remote_t[WEFT_PLAN_BUF_INPUT];
+    x->zr_need[WEFT_PLAN_BUF_OUTPUT] = remote_t[WEFT_PLAN_BUF_OUTPUT];
+    if (!port && (remote_t[WEFT_PLAN_BUF_INPUT] || remote_t[WEFT_PLAN_BUF_OUTPUT]) && !sw_t[WEFT_PLAN_BUF_INPUT] &&
+        !sw_t[WEFT_PLAN_BUF_OUTPUT] && every_rank_runs(plan) && (status = zr_setup(comm, x)) != WEFT_OK)
+        goto err;
     if ((status = weft_plan_port_create(comm, plan, &x->port)) != WEFT_OK) goto err;
     for (int t = 0; t < 3; t++)
         if ((status = weft_plan_port_local(x->port, t, x->mem[storage(plan, t)],
@@ -337,7 +427,7 @@ static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_
     /* the device tables */
     {
         uint32_t nb = gpu->ntb, nr = gpu->nrbuf;
-        size_t o_ops, o_first, o_rptr, o_rtype, o_mc, o_sw, o_swg, o_pc, o_prm, o_prb, total;
+        size_t o_ops, o_first, o_rptr, o_rtype, o_mc, o_sw, o_swg, o_pc, o_prm, o_prb, o_zslot, o_zinfo, o_zrbuf, total;
         char *host;
         weft_switch_channel_dev_t sw[3];
         const weft_plan_switch_t *grp[3] = {NULL, NULL, NULL};
@@ -361,7 +451,10 @@ static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_
         o_pc = ALIGN64(o_swg + (subset ? 3 * (size_t)n * sizeof(int32_t) : 0));
         o_prm = ALIGN64(o_pc + (size_t)npc * sizeof(weft_port_channel_dev_t));
         o_prb = ALIGN64(o_prm + (size_t)nr * sizeof(uint32_t));
-        total = o_prb + (size_t)nr * sizeof(uint64_t);
+        o_zslot = ALIGN64(o_prb + (size_t)nr * sizeof(uint64_t));
+        o_zinfo = ALIGN64(o_zslot + (x->zr ? (size_t)nr * sizeof(weft_xzslot_t) : 0));
+        o_zrbuf = ALIGN64(o_zinfo + (x->zr ? (size_t)n * sizeof(uint64_t *) : 0));
+        total = o_zrbuf + (x->zr ? (size_t)nb * nr * sizeof(char *) : 0);
         host = calloc(1, total);
         if (!host) {
             status = WEFT_ERR_NO_MEMORY;
@@ -452,6 +545,20 @@ static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_
                 }
                 rptr[k] = p ? (char *)p + off : NULL;
                 rtype[k] = rb->type;
+                if (x->zr) { /* where the agreement finds it on a zero-copy call */
+                    weft_xzslot_t *z = (weft_xzslot_t *)(host + o_zslot) + k;
+                    z->rank = (int32_t)rb->rank;
+                    z->store = (uint32_t)st;
+                    z->off = off;
+                }
+            }
+            for (int p = 0; x->zr && p < n; p++) {
+                void *q = x->zinfo;
+                if (p != rank && (status = weft_mem_ptr(x->rzinfo[p], &q)) != WEFT_OK) {
+                    free(host);
+                    goto err;
+                }
+                ((uint64_t **)(host + o_zinfo))[p] = q;
             }
             memcpy(host + o_mc, mch, (size_t)nmc * sizeof(weft_sema_dev_t));
             memcpy(host + o_sw, sw, sizeof(sw));
@@ -488,6 +595,14 @@ static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_
             x->args.port.ch = (weft_port_channel_dev_t *)(d + o_pc);
             x->args.port.rmem = (const uint32_t *)(d + o_prm);
             x->args.port.rbase = (const uint64_t *)(d + o_prb);
+            if (x->zr) {
+                x->args.zc.on = 1;
+                x->args.zc.nrbuf = nr;
+                x->args.zc.slot = (const weft_xzslot_t *)(d + o_zslot);
+                x->args.zc.info = (uint64_t *const *)(d + o_zinfo);
+                x->args.zc.rbuf = (char **)(d + o_zrbuf);
+                x->args.zc.reg = weft_window_table(comm);
+            }
         }
     }
     {
@@ -552,12 +667,12 @@ static weft_status_t exec_queue(weft_comm_t *comm, struct weft_executor *x, weft
     weft_status_t status = WEFT_OK;
     weft_kernel_launch_init(&l, WEFT_KERNEL_exec_plan, x->nblocks, x->last_threads, &x->last_args,
                             sizeof(x->last_args));
-    if (x->last_send_bytes && !x->last_zc)
+    if (x->last_send_bytes && x->last_copies)
         status = comm->gpu->memcpy_async(comm->gctx, x->buf[WEFT_PLAN_BUF_INPUT], x->last_send, x->last_send_bytes,
                                          stream->s);
     if (status == WEFT_OK && x->nblocks)
         status = comm->gpu->launch(comm->gctx, &l, stream->s);
-    if (status == WEFT_OK && x->last_recv_bytes && !x->last_zc)
+    if (status == WEFT_OK && x->last_recv_bytes && x->last_copies)
         status = comm->gpu->memcpy_async(comm->gctx, x->last_recv, x->buf[WEFT_PLAN_BUF_OUTPUT], x->last_recv_bytes,
                                          stream->s);
     return status;
@@ -586,16 +701,12 @@ static uint32_t fit_threads(const struct weft_plan *plan, const struct weft_exec
 /* Vector loads and stores (16 bytes) of the interpreter. */
 #define ZC_ALIGN 16
 
-/* 1 when this call of @p plan on @p x can run on the caller's buffers
- * (the top of the file): the plan admits it, it is on, and the buffers are
- * aligned and laid out as the plan's would be. */
-static int zc_fits(const struct weft_plan *plan, const struct weft_executor *x, const void *sendbuf, void *recvbuf,
-                   size_t send_bytes, size_t recv_bytes)
+/* 1 when the caller's buffers are aligned and laid out as the plan's
+ * would be (the top of the file). */
+static int zc_placed(const struct weft_plan *plan, const struct weft_executor *x, const void *sendbuf,
+                     void *recvbuf, size_t send_bytes, size_t recv_bytes)
 {
     uintptr_t s = (uintptr_t)sendbuf, r = (uintptr_t)recvbuf;
-    int on = plan->zc_force ? plan->zc_force > 0 : weft_param_int(WEFT_P_EXEC_ZERO_COPY) == 1;
-    if (!x->zc_ok || !on)
-        return 0;
     if ((send_bytes && s % ZC_ALIGN) || (recv_bytes && r % ZC_ALIGN))
         return 0;
     if (plan->inplace)
@@ -604,6 +715,49 @@ static int zc_fits(const struct weft_plan *plan, const struct weft_executor *x, 
         return !send_bytes || s == r + x->in_off;
     /* out of place: the plan may write its output while it reads its input */
     return !send_bytes || !recv_bytes || s + send_bytes <= r || r + recv_bytes <= s;
+}
+
+/* 1 when this call of @p plan on @p x can run on the caller's buffers,
+ * decided by this rank alone: the plan admits it (no peer reaches them),
+ * it is on, and they are placed as the plan needs. */
+static int zc_fits(const struct weft_plan *plan, const struct weft_executor *x, const void *sendbuf, void *recvbuf,
+                   size_t send_bytes, size_t recv_bytes)
+{
+    return x->zc_ok && zc_on(plan) && zc_placed(plan, x, sendbuf, recvbuf, send_bytes, recv_bytes);
+}
+
+/*
+ * A plan whose peers reach the caller's buffers (x->zr): 1 when this
+ * rank's side of the call qualifies, which it publishes in the kernel
+ * (weft_xzc_t), with @p word: the buffers are aligned and laid out as in
+ * zc_fits, and each one that peers reach (in place: the output, which
+ * holds the input) is in a window or a registered buffer (a local lookup,
+ * weft_reg_find: the registration cache may register it now, never under
+ * capture), its registration-table row and offset in @p word.
+ */
+static uint32_t zr_mine(weft_comm_t *comm, const struct weft_plan *plan, const struct weft_executor *x,
+                        weft_stream_t *stream, const void *sendbuf, void *recvbuf, size_t send_bytes,
+                        size_t recv_bytes, uint64_t word[4])
+{
+    int capturing = weft_stream_is_capturing(stream);
+    memset(word, 0, 4 * sizeof(uint64_t));
+    if (!zc_on(plan) || !zc_placed(plan, x, sendbuf, recvbuf, send_bytes, recv_bytes))
+        return 0;
+    for (int t = WEFT_PLAN_BUF_INPUT; t <= WEFT_PLAN_BUF_OUTPUT; t++) {
+        const void *p = t == WEFT_PLAN_BUF_OUTPUT ? recvbuf : sendbuf;
+        size_t bytes = t == WEFT_PLAN_BUF_OUTPUT ? recv_bytes : send_bytes;
+        uint64_t gen = 0, off = 0;
+        int row;
+        if (!x->zr_need[t])
+            continue;
+        if (t == WEFT_PLAN_BUF_OUTPUT && plan->inplace && x->in_off + send_bytes > bytes)
+            bytes = x->in_off + send_bytes; /* the input inside it */
+        if (!bytes || (row = weft_reg_find(comm, stream, p, bytes, capturing, &gen, &off)) < 0)
+            return 0;
+        word[2 * t] = ((uint64_t)row + 1) | gen << 16;
+        word[2 * t + 1] = off;
+    }
+    return 1;
 }
 
 static void exec_release_cb(struct weft_plan *plan)
@@ -762,7 +916,20 @@ weft_status_t weft_execute(weft_comm_t *comm, weft_plan_t *plan, const void *sen
     a.op = (uint32_t)(op == WEFT_AVG ? WEFT_SUM : op);
     /* avg: sums, divided once every block is done (executor.h) */
     a.scale_bytes = op == WEFT_AVG && reduces ? recv_bytes : 0;
-    x->last_zc = zc_fits(plan, x, sendbuf, recvbuf, send_bytes, recv_bytes);
+    if (x->zr) {
+        /* the kernel agrees with the peers, and copies where they do not */
+        a.zc.src = (const char *)sendbuf;
+        a.zc.dst = recvbuf;
+        a.zc.in = plan->inplace ? (char *)recvbuf + x->in_off : (char *)(uintptr_t)sendbuf;
+        a.zc.in_bytes = send_bytes;
+        a.zc.out_bytes = recv_bytes;
+        a.zc.mine = zr_mine(comm, plan, x, stream, sendbuf, recvbuf, send_bytes, recv_bytes, a.zc.word);
+        x->last_zc = 0;
+        x->last_copies = 0;
+    } else {
+        x->last_zc = zc_fits(plan, x, sendbuf, recvbuf, send_bytes, recv_bytes);
+        x->last_copies = !x->last_zc;
+    }
     if (x->last_zc) {
         a.buf[WEFT_PLAN_BUF_OUTPUT] = recvbuf;
         a.buf[WEFT_PLAN_BUF_INPUT] = plan->inplace ? (char *)recvbuf + x->in_off : (char *)(uintptr_t)sendbuf;

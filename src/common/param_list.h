@@ -120,9 +120,9 @@ WEFT_PARAM(REG_CACHE, "WEFT_REG_CACHE", INT, "1",
            "1: buffers of such collectives that are not registered are registered on first use, cached by "
            "address range and checked against their allocation's identity before each use; 0: they are staged")
 WEFT_PARAM(EXEC_ZERO_COPY, "WEFT_EXEC_ZERO_COPY", INT, "1",
-           "1: the executor runs a plan's kernel on the caller's buffers where the plan reaches no peer's input "
-           "or output (and has no port channels nor a switch channel over them); 0: it copies them into the "
-           "plan's buffers and back")
+           "1: the executor runs a plan's kernel on the caller's buffers where the plan admits it (no port "
+           "channels nor a switch channel over them) and, where peers reach them, every rank's are in windows or "
+           "registered (agreed per call in the kernel); 0: it copies them into the plan's buffers and back")
 WEFT_PARAM(EXEC_TRACE, "WEFT_EXEC_TRACE", INT, "0",
            "1: the executor stamps the device clock before each top-level op of a plan's thread blocks "
            "(weft_plan_trace; weft-perf --plan prints the last execution's ops); set before a plan first runs")

@@ -14,6 +14,9 @@
  * a pipeline runs its body over
  * unit_size slices. Unlike MSCCL++, reductions use the call's operation
  * (sum, prod, min, max; avg is a sum scaled at the end) in every type.
+ * A plan whose peers reach the caller's buffers first agrees with every
+ * rank whether this execution runs on them (weft_x_zc_agree), and where
+ * not, copies the caller's input in and the output out itself.
  */
 #ifndef WEFT_KERNELS_EXECUTOR_H
 #define WEFT_KERNELS_EXECUTOR_H
@@ -37,7 +40,14 @@
 #define WEFT_X_MAX_CHANNELS 8
 #define WEFT_X_MAX_BUFFERS 10
 #define WEFT_X_MAX_SEMS 16
-#define WEFT_X_BARRIERS 17 /* the plan's 16, and one for the avg epilogue */
+#define WEFT_X_BARRIERS 19 /* the plan's 16, the avg epilogue's, the zero-copy agreement's copy in and out */
+#define WEFT_X_BAR_AVG 16
+#define WEFT_X_BAR_COPY_IN 17
+#define WEFT_X_BAR_COPY_OUT 18
+/* The registration table's rows (src/core/mem.h, WEFT_REG_ROWS) */
+#define WEFT_X_REG_ROWS 64
+/* Words of one rank's zero-copy publication (weft_x_zc_agree), one set per call parity */
+#define WEFT_X_ZC_WORDS 8
 
 typedef struct {
     uint8_t where; /* WEFT_XREF_* */
@@ -71,6 +81,38 @@ typedef struct {
     uint32_t lmem[3];
     uint64_t lbase[3];
 } weft_xport_t;
+
+/*
+ * Zero copy where peers reach the caller's buffers (a plan whose remote
+ * buffers name an input or output; src/coll/plan_exec.c). Each call every
+ * rank publishes whether it can run on its caller's buffers and, for the
+ * ones its peers reach, their registration-table rows (row + 1, the row's
+ * generation above bit 16; 0: none) and offsets; once every rank's
+ * publication of this call is there, every block of every rank reads the
+ * same words and takes the same path (weft_x_zc_agree): all ranks on
+ * their callers' buffers, or all through the plan's own, with the copies
+ * in and out done by this kernel.
+ */
+typedef struct {
+    int32_t rank;   /* its owner */
+    uint32_t store; /* the buffer holding it: input 0, output 1 (an in-place plan's input too), scratch 2 */
+    uint64_t off;   /* its offset there (an in-place allgather's input: rank x input bytes) */
+} weft_xzslot_t;
+
+typedef struct {
+    uint32_t on;             /* the plan agrees per call: every field below counts */
+    uint32_t mine;           /* this rank's buffers qualify (aligned, placed, registered where peers reach them) */
+    uint32_t nrbuf;
+    const weft_xzslot_t *slot;     /* [nrbuf] the remote buffers */
+    char **rbuf;             /* [nblocks * nrbuf] device memory: block b's remote pointers of this call */
+    uint64_t *const *info;   /* [nranks] each rank's publications (2 x WEFT_X_ZC_WORDS), mapped here */
+    char *const *reg;        /* the registration table (src/core/mem.h) */
+    const char *src;         /* the caller's input (copied in when the ranks do not agree) */
+    char *dst;               /* the caller's output (copied out) */
+    char *in;                /* zero copy: this rank's input (in place: inside dst) */
+    uint64_t in_bytes, out_bytes; /* the copies' sizes */
+    uint64_t word[4];        /* this rank's input row word and offset, output row word and offset */
+} weft_xzc_t;
 
 typedef struct {
     const weft_xop_t *ops;     /* every block's ops, block b's from tb_first[b] */
@@ -107,6 +149,7 @@ typedef struct {
      * NULL: off */
     uint64_t *trace;
     uint32_t trace_stride;
+    weft_xzc_t zc;
 } weft_exec_args_t;
 
 /* An op's channel_type port (weft_plan_chan_t's WEFT_PLAN_CHAN_PORT). */
@@ -668,6 +711,100 @@ WEFT_DEVICE void weft_x_stamp(const weft_kctx_t *k, const weft_exec_args_t *a, u
         a->trace[(uint64_t)k->block * a->trace_stride + j] = weft_clock_ns();
 }
 
+/* Rank @p p's buffer published as row word @p w (weft_xzc_t) at offset
+ * @p off, as mapped here: its registration-table cell; NULL where the row's
+ * generation here is not the published one. */
+WEFT_DEVICE char *weft_x_zc_cell(const weft_exec_args_t *a, int32_t p, uint64_t w, uint64_t off)
+{
+    uint64_t idx = w & 0xffff, cell, g;
+    uint64_t *gen;
+    char *buf;
+    if (idx == 0 || idx > WEFT_X_REG_ROWS)
+        return NULL;
+    cell = (idx - 1) * (uint64_t)a->nranks + (uint64_t)p;
+    gen = (uint64_t *)(a->zc.reg + WEFT_X_REG_ROWS * (uint64_t)a->nranks);
+    /* the owner's registration filled the cell on every rank before the
+     * owner could publish it; acquire: pairs with the release of the
+     * generation in cell_write (src/core/mem.c), after the pointer */
+    g = weft_load_acquire_u64(&gen[cell]);
+    buf = (char *)(uintptr_t)weft_load_relaxed_u64((uint64_t *)&a->zc.reg[cell]);
+    return g == w >> 16 && buf ? buf + off : NULL;
+}
+
+/*
+ * The zero-copy agreement (weft_xzc_t), before a block's first op. Block 0
+ * writes this rank's words into the half of its publication area that the
+ * call's parity picks, then the half's sequence word (call + 1, release);
+ * every block waits for every rank's sequence word of this call (acquire,
+ * bounded: a rank that never comes is named) and reads their words, so
+ * every block of every rank decides from the same values. A rank rewrites
+ * a half two calls later, which needs every rank's publication of the call
+ * between, made once that rank's previous execution, reads included, was
+ * over. Returns 1: every rank qualifies, this block's remote pointers
+ * (a->rbuf) and local buffers (a->buf) are now the callers'; 0: not every
+ * rank does, the plan's own buffers stay; -1: a wait gave up, or a
+ * published row is not mapped here (recorded as a stale registration).
+ */
+WEFT_DEVICE int weft_x_zc_agree(const weft_kctx_t *k, weft_exec_args_t *a, uint64_t call)
+{
+    const weft_xzc_t *z = &a->zc;
+    uint64_t half = (call & 1) * WEFT_X_ZC_WORDS;
+    char **mine = z->rbuf + (uint64_t)k->block * z->nrbuf;
+    int bad = 0, all = 1;
+    if (k->block == 0 && k->thread == 0) {
+        uint64_t *w = z->info[a->rank] + half;
+        weft_store_relaxed_u64(&w[1], z->mine);
+        for (int i = 0; i < 4; i++)
+            weft_store_relaxed_u64(&w[2 + i], z->word[i]);
+        /* release: pairs with the acquire below, on every rank */
+        weft_store_release_u64(&w[0], call + 1);
+    }
+    if (k->thread == 0) {
+        for (int32_t p = 0; p < a->nranks && !bad; p++) {
+            uint64_t *w = z->info[p] + half, start = 0;
+            unsigned spins = 0;
+            while (weft_load_acquire_u64(&w[0]) != call + 1) {
+                if (spins++ == 0)
+                    start = weft_clock_ns();
+                else if ((spins & 63) == 0 && weft_dev_give_up(a->ctl, start, p, WEFT_DEV_OP_SEMA_WAIT)) {
+                    bad = 1;
+                    break;
+                }
+                weft_spin_pause(spins);
+            }
+            all &= !bad && weft_load_relaxed_u64(&w[1]) != 0;
+        }
+        for (uint32_t s = 0; all && !bad && s < z->nrbuf; s++) {
+            const weft_xzslot_t *r = &z->slot[s];
+            char *p;
+            if (r->store > WEFT_XREF_OUTPUT) {
+                p = a->rbuf[s]; /* scratch: the plan's */
+            } else if (r->rank == a->rank) {
+                p = (r->store == WEFT_XREF_OUTPUT ? z->dst : z->in) + r->off;
+            } else {
+                uint64_t *w = z->info[r->rank] + half + 2 + 2 * r->store;
+                p = weft_x_zc_cell(a, r->rank, weft_load_relaxed_u64(&w[0]), weft_load_relaxed_u64(&w[1]) + r->off);
+                if (!p) {
+                    weft_dev_record(a->ctl, WEFT_DEV_STALE_REG, r->rank, 0);
+                    bad = 1;
+                }
+            }
+            mine[s] = p;
+        }
+        /* counted once per execution, where tests read it (weft_reg_zc_calls) */
+        if (all && !bad && k->block == 0)
+            weft_fetch_add_relaxed_u64((uint64_t *)(z->reg + 2 * WEFT_X_REG_ROWS * (uint64_t)a->nranks), 1);
+    }
+    if (weft_block_sync_or(k, bad))
+        return -1;
+    if (!weft_block_sync_or(k, k->thread == 0 && all))
+        return 0;
+    a->rbuf = mine;
+    a->buf[WEFT_XREF_INPUT] = z->in;
+    a->buf[WEFT_XREF_OUTPUT] = z->dst;
+    return 1;
+}
+
 /* The kernel body: block b runs plan thread block b. The packet flag and
  * the scratch half of this execution come from the block's count of
  * finished executions (device memory), never from the launch, so that the
@@ -688,6 +825,21 @@ WEFT_DEVICE void weft_exec_plan(const weft_kctx_t *k, void *args)
     a->scr_off = (call & 1) * a->scr_half;
     a->sub = WEFT_X_WHOLE;
     uint32_t top = 0; /* top-level ops run (WEFT_EXEC_TRACE's stamps) */
+    int copies = 0;   /* the ranks did not agree: this kernel copies in and out */
+    if (a->zc.on) {
+        int zc = weft_x_zc_agree(k, a, call);
+        if (zc < 0)
+            return;
+        if (zc == 0) {
+            /* the caller's input into the plan's, by every block, before
+             * any block's op can let a peer read it */
+            copies = 1;
+            if (a->zc.in_bytes)
+                weft_copy(a->buf[WEFT_XREF_INPUT], a->zc.src, a->zc.in_bytes, weft_gtid(k), weft_gnthreads(k));
+            if (weft_x_barrier(k, a, WEFT_X_BAR_COPY_IN, k->nblocks))
+                return;
+        }
+    }
     for (uint32_t i = first; i < end; i++) {
         const weft_xop_t *o = &a->ops[i];
         if (a->trace)
@@ -712,10 +864,17 @@ WEFT_DEVICE void weft_exec_plan(const weft_kctx_t *k, void *args)
         weft_dtype_t t = (weft_dtype_t)a->dtype;
         size_t es = weft_dtype_size(t), n = a->scale_bytes / es;
         size_t g = (size_t)k->block * k->nthreads + k->thread, ng = (size_t)k->nblocks * k->nthreads;
-        if (weft_x_barrier(k, a, WEFT_X_BARRIERS - 1, k->nblocks))
+        if (weft_x_barrier(k, a, WEFT_X_BAR_AVG, k->nblocks))
             return;
         for (size_t e = g; e < n; e += ng)
             weft_scale_elem(t, a->buf[WEFT_XREF_OUTPUT] + e * es, a->nranks);
+    }
+    if (copies) {
+        /* the plan's output, once every block is done with it */
+        if (weft_x_barrier(k, a, WEFT_X_BAR_COPY_OUT, k->nblocks))
+            return;
+        if (a->zc.out_bytes)
+            weft_copy(a->zc.dst, a->buf[WEFT_XREF_OUTPUT], a->zc.out_bytes, weft_gtid(k), weft_gnthreads(k));
     }
     if (a->trace)
         weft_x_stamp(k, a, top);

@@ -4,7 +4,8 @@
  * input and output, and the plan's count of zero-copy runs says so; each
  * of the cases that must copy instead (the input not where an in-place
  * plan keeps it, a buffer not 16-byte aligned, a plan whose peers read
- * the caller's input, WEFT_EXEC_ZERO_COPY=0) still gives the right result
+ * the caller's input from buffers no rank registered (plan-zc-reg-t runs
+ * registered ones), WEFT_EXEC_ZERO_COPY=0) still gives the right result
  * and is not counted; a buffer freed and allocated again (at the same
  * address where the allocator gives it back) between executions gives
  * the new contents' result, never the old buffer's.
@@ -160,7 +161,7 @@ int main(void)
     static const zc_case_t cases[] = {
         {"allreduce_packet.json", 0, 0}, /* LL: peers write this rank's scratch only */
         {"allreduce_packet.json", 1, 0}, /* the same with the parameter off: copies */
-        {"allreduce.json", 0, 0},        /* Simple: peers read this rank's input: copies */
+        {"allreduce.json", 0, 0},        /* Simple: peers read this rank's input, unregistered: copies */
         {"allreduce_packet.json", 0, 1}, /* the plan's threads per block, always */
     };
     plan((int)(sizeof(cases) / sizeof(cases[0])));
