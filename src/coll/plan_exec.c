@@ -262,7 +262,7 @@ static weft_status_t dev_alloc_copy(weft_comm_t *comm, size_t bytes, unsigned fl
 /* Zero copy on for this process: the test's override, else WEFT_EXEC_ZERO_COPY. */
 static int zc_on(const struct weft_plan *plan)
 {
-    return plan->zc_force ? plan->zc_force > 0 : weft_param_int(WEFT_P_EXEC_ZERO_COPY) == 1;
+    return plan->zc_force ? plan->zc_force > 0 : weft_param_int(WEFT_P_EXEC_ZERO_COPY) >= 1;
 }
 
 /* 1 if every rank of @p plan runs a thread block: the agreement is made
@@ -288,7 +288,10 @@ static weft_status_t zr_setup(weft_comm_t *comm, struct weft_executor *x)
     int32_t *can = calloc((size_t)n, sizeof(*can));
     weft_status_t status;
     if (!can) return WEFT_ERR_NO_MEMORY;
-    can[comm->rank] = (x->plan->zc_force > 0 || weft_param_int(WEFT_P_EXEC_ZERO_COPY) == 1) &&
+    /* GPU backends: only with WEFT_EXEC_ZERO_COPY=2 until the agreement
+     * and the kernel's own copies are measured on a GPU (README) */
+    int v = weft_param_int(WEFT_P_EXEC_ZERO_COPY);
+    can[comm->rank] = (x->plan->zc_force > 0 || v == 2 || (v == 1 && !(comm->caps & WEFT_CAP_GPU))) &&
                       weft_window_table(comm) != NULL;
     status = weft_bootstrap_allgather(comm, can, sizeof(*can));
     for (int p = 0; p < n; p++) all &= can[p] != 0;

@@ -122,7 +122,8 @@ WEFT_PARAM(REG_CACHE, "WEFT_REG_CACHE", INT, "1",
 WEFT_PARAM(EXEC_ZERO_COPY, "WEFT_EXEC_ZERO_COPY", INT, "1",
            "1: the executor runs a plan's kernel on the caller's buffers where the plan admits it (no port "
            "channels nor a switch channel over them) and, where peers reach them, every rank's are in windows or "
-           "registered (agreed per call in the kernel); 0: it copies them into the plan's buffers and back")
+           "registered (agreed per call in the kernel; on GPU backends only with 2, not yet measured on a GPU); 0: "
+           "it copies them into the plan's buffers and back")
 WEFT_PARAM(EXEC_TRACE, "WEFT_EXEC_TRACE", INT, "0",
            "1: the executor stamps the device clock before each top-level op of a plan's thread blocks "
            "(weft_plan_trace; weft-perf --plan prints the last execution's ops); set before a plan first runs")
@@ -189,7 +190,7 @@ WEFT_PARAM_RANGE(SAME_DEVICE_SCOPE, 0, 1, NUM)
 WEFT_PARAM_RANGE(REG_MIN_BYTES, 0, 1L << 40, SIZE)
 WEFT_PARAM_RANGE(REG_CACHE, 0, 1, NUM)
 WEFT_PARAM_RANGE(REG_WAIT_MS, 0, 600000, NUM)
-WEFT_PARAM_RANGE(EXEC_ZERO_COPY, 0, 1, NUM)
+WEFT_PARAM_RANGE(EXEC_ZERO_COPY, 0, 2, NUM)
 WEFT_PARAM_RANGE(EXEC_FIT_THREADS, 0, 1, NUM)
 WEFT_PARAM_RANGE(EXEC_TRACE, 0, 1, NUM)
 #endif
