@@ -25,7 +25,8 @@
  * copies; one rank on an unregistered buffer makes every rank copy; the
  * buffers deregistered (windows: by both ranks; registrations: by rank 1
  * only) make every rank copy, right results; registered again, zero copy
- * again. With WEFT_EXEC_ZERO_COPY=0 in the ranks' environment every call
+ * again (not for the two racy plans, whose late writes may outlive a
+ * call). With WEFT_EXEC_ZERO_COPY=0 in the ranks' environment every call
  * copies and the count stays 0, which also shows the count is not
  * counted regardless.
  */
@@ -322,6 +323,13 @@ static int rank_main(int rank, int nranks, void *arg)
     if (!fails) fails += run(&c, what, c.in, c.out, ib, ob, WEFT_FLOAT32, WEFT_SUM, 0, 1, 0, z);
     if (!fails) fails += same(&c, what, ib, ob, WEFT_FLOAT32, WEFT_SUM);
 
+    /* A racy plan's late writes (racy_out: blocks that write a peer's
+     * output with no signal after them) may still reach a peer's buffer
+     * after the peer's call returned: deregistering then is the plan's
+     * race, not the executor's (seen once in CI as a stale registration),
+     * so those plans stop here. */
+    if (zc->racy_in || zc->racy_out)
+        goto done;
     snprintf(what, sizeof(what), "%s: deregistered (%s)", zc->name, zc->reg ? "rank 1 only" : "every rank");
     if (!fails) fails += do_deregister(&c, zc->reg ? 1 : -1);
     if (!fails) fails += copies(&c, what, c.in, c.out, ib, ob);
@@ -331,6 +339,7 @@ static int rank_main(int rank, int nranks, void *arg)
     if (!fails) fails += run(&c, what, c.in, c.out, ib, ob, WEFT_FLOAT32, WEFT_SUM, 0, 1, 0, z);
     if (!fails) fails += same(&c, what, ib, ob, WEFT_FLOAT32, WEFT_SUM);
 
+done:
     if (!fails) fails += do_deregister(&c, -1);
     weft_stream_synchronize(c.s);
     weft_plan_destroy(c.p);
