@@ -657,6 +657,23 @@ static int drained(weft_comm_t *comm, weft_stream_t *stream, int capturing)
     return !capturing && (!stream || comm->gpu->stream_sync(comm->gctx, stream->s) == WEFT_OK);
 }
 
+/*
+ * The smallest call whose buffers the cache registers (WEFT_REG_MIN_BYTES;
+ * -1: by platform). Host backend: every size. A registration there maps a
+ * shared file once per allocation, and zero copy beats the copies through
+ * scratch from the smallest messages (2 ranks on 2 cores, registered
+ * against staged: 8 KiB 1.5 against 6 us, 128 KiB 10 against 47). GPUs:
+ * 1 MiB, where registering (a driver export and import per allocation,
+ * hundreds of microseconds) has been measured to pay.
+ */
+static size_t reg_min_bytes(const weft_comm_t *comm)
+{
+    long v = weft_param_int(WEFT_P_REG_MIN_BYTES);
+    if (v >= 0)
+        return (size_t)v;
+    return (comm->caps & WEFT_CAP_GPU) ? (size_t)1 << 20 : 0;
+}
+
 int weft_reg_find(weft_comm_t *comm, weft_stream_t *stream, const void *ptr, size_t bytes, int capturing,
                   uint64_t *gen, uint64_t *off)
 {
@@ -696,7 +713,7 @@ int weft_reg_find(weft_comm_t *comm, weft_stream_t *stream, const void *ptr, siz
     if (!found) {
         /* weft_mem_alloc_shareable's memory (ids from 1 << 62) always; other
          * memory the backend can share while the cache is on */
-        if (capturing || bytes < (size_t)weft_param_int(WEFT_P_REG_MIN_BYTES))
+        if (capturing || bytes < reg_min_bytes(comm))
             return -1;
         if (!identified)
             identified = weft_mem_identify(comm, ptr, bytes, &alloc, &id) == WEFT_OK ? 1 : -1;

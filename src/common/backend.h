@@ -195,6 +195,15 @@ const weft_gpu_ops_t *weft_gpu_find(const char *name);
 /* Names of the backends in this build, NULL-terminated. */
 const char *const *weft_gpu_names(void);
 
+/*
+ * Ranks on this host of the largest communicator this process has made,
+ * noted by communicator init before it initialises the backend, for
+ * backends whose policies depend on how many processes share the cores
+ * (the host backend's spin budget). 0 until a communicator notes it.
+ */
+void weft_gpu_note_local_ranks(int n);
+int weft_gpu_local_ranks(void);
+
 /* Fills @p dst from @p src, stubs for what src leaves NULL. */
 void weft_gpu_ops_complete(weft_gpu_ops_t *dst, const weft_gpu_ops_t *src);
 

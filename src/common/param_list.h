@@ -53,7 +53,7 @@ WEFT_PARAM(HOST_MAX_BLOCKS, "WEFT_HOST_MAX_BLOCKS", INT, "64",
            "host backend: the most blocks one launch may have (block threads start as launches need them)")
 WEFT_PARAM(HOST_SPIN_NS, "WEFT_HOST_SPIN_NS", INT, "-1",
            "host backend: how long a waiting thread spins in place before it yields, ns (-1: 20000 where the "
-           "process may use 4 cores or more, else 0)")
+           "ranks of this host are no more than the cores the process may use, or it may use 4 or more; else 0)")
 WEFT_PARAM(NVLS_ENABLE, "WEFT_NVLS_ENABLE", INT, "0",
            "1 enables the switch channel (NVLink multicast) where the GPU has it; also off when NCCL_NVLS_ENABLE=0")
 WEFT_PARAM(DEVICE_TIMEOUT_MS, "WEFT_DEVICE_TIMEOUT_MS", INT, "60000",
@@ -110,9 +110,10 @@ WEFT_PARAM(FAULT, "WEFT_FAULT", STR, "",
            "coll.launch, coll.wait; actions kill, stop, close, reset, eintr, short, delay[=ms], errno[=NAME])")
 WEFT_PARAM(TOPO_FILE, "WEFT_TOPO_FILE", STR, "",
            "hwloc XML file to take the topology from instead of probing this machine")
-WEFT_PARAM(REG_MIN_BYTES, "WEFT_REG_MIN_BYTES", INT, "1048576",
+WEFT_PARAM(REG_MIN_BYTES, "WEFT_REG_MIN_BYTES", INT, "-1",
            "collectives of at least this many bytes register their unregistered buffers on first use "
-           "(WEFT_REG_CACHE; ncclMemAlloc memory always) so that they can go zero-copy")
+           "(WEFT_REG_CACHE; ncclMemAlloc memory always) so that they can go zero-copy (-1: 1 MiB on GPU "
+           "backends, every size on the host backend)")
 WEFT_PARAM(REG_WAIT_MS, "WEFT_REG_WAIT_MS", INT, "100",
            "how long a call that registers a buffer (the cache's first use, weft_comm_register) waits for the "
            "peers to map it; past that it goes on staged and the registration is used once they have")
@@ -187,7 +188,7 @@ WEFT_PARAM_RANGE(IPC_COPY_ENGINE, 0, 1, NUM)
 WEFT_PARAM_RANGE(PROXY_SPIN_NS, -1, 1000000000, NUM)
 WEFT_PARAM_RANGE(PROXY_STATS, 0, 1, NUM)
 WEFT_PARAM_RANGE(SAME_DEVICE_SCOPE, 0, 1, NUM)
-WEFT_PARAM_RANGE(REG_MIN_BYTES, 0, 1L << 40, SIZE)
+WEFT_PARAM_RANGE(REG_MIN_BYTES, -1, 1L << 40, SIZE)
 WEFT_PARAM_RANGE(REG_CACHE, 0, 1, NUM)
 WEFT_PARAM_RANGE(REG_WAIT_MS, 0, 600000, NUM)
 WEFT_PARAM_RANGE(EXEC_ZERO_COPY, 0, 2, NUM)

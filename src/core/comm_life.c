@@ -226,6 +226,7 @@ static weft_status_t comm_create(const weft_uid_info_t *uid, int nranks, int ran
         goto err;
     }
     comm->device = device;
+    weft_gpu_note_local_ranks(comm->local_size);
     if ((status = gpu->init(device, &comm->gctx)) != WEFT_OK) {
         weft_error(WEFT_SUB_INIT, "rank %d: backend %s failed to initialise device %d: %s", rank, gpu->name,
                    device, weft_status_string(status));

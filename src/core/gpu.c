@@ -99,6 +99,20 @@ static void registry_init(void)
     }
 }
 
+static int local_ranks; /* atomic: only grows */
+
+void weft_gpu_note_local_ranks(int n)
+{
+    int seen = __atomic_load_n(&local_ranks, __ATOMIC_RELAXED);
+    while (n > seen && !__atomic_compare_exchange_n(&local_ranks, &seen, n, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+}
+
+int weft_gpu_local_ranks(void)
+{
+    return __atomic_load_n(&local_ranks, __ATOMIC_RELAXED);
+}
+
 const weft_gpu_ops_t *weft_gpu_find(const char *name)
 {
     pthread_once(&registry_once, registry_init);

@@ -167,11 +167,12 @@ static int rank_main(int rank, int nranks, void *arg)
         /* the host platform's selection table (src/coll/coll_table.c) */
         const char *small = "?", *mid = "?";
         const char *want_small = nranks <= 4 ? "packet" : "packet2";
-        weft_coll_algorithm(c.comm, "allreduce", 1024, &small);
+        size_t small_bytes = nranks <= 2 ? 512 : 1024;
+        weft_coll_algorithm(c.comm, "allreduce", small_bytes, &small);
         weft_coll_algorithm(c.comm, "allreduce", 4096, &mid);
         if (strcmp(small, want_small) != 0 || strcmp(mid, "rsag") != 0)
-            return rank_fail("selection: allreduce of 1 KiB by %s (expected %s), of 4 KiB by %s (expected rsag)", small,
-                             want_small, mid);
+            return rank_fail("selection: allreduce of %zu B by %s (expected %s), of 4 KiB by %s (expected rsag)",
+                             small_bytes, small, want_small, mid);
     }
     unsigned char *a = malloc(max + 1), *b = malloc(max + 1);
     c.a = a + 1;

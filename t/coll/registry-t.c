@@ -33,7 +33,7 @@ int main(void)
     weft_gpu_launch_t l;
     char args[8];
 
-    plan(13);
+    plan(15);
     for (int id = 0; id < WEFT_KERNEL_COUNT; id++) {
         const weft_builtin_kernel_t *k = weft_kernel_get((weft_kernel_id_t)id);
         if (!k->name || !k->host_fn || weft_kernel_find(k->name) != id) {
@@ -56,6 +56,8 @@ int main(void)
 
     /* the CPU platform (the host backend reports no WEFT_CAP_GPU, even with multicast) */
     uint64_t cpu = WEFT_CAP_IPC | WEFT_CAP_MULTICAST, gpu = WEFT_CAP_IPC | WEFT_CAP_GPU;
+    is_string("packet", pick(cpu, WEFT_COLL_ALLREDUCE, 2, 1, 512, 0), "cpu, 2 ranks, 512 B: the one-shot");
+    is_string("rsag", pick(cpu, WEFT_COLL_ALLREDUCE, 2, 1, 1024, 0), "cpu, 2 ranks, 1 KiB: rsag");
     is_string("packet", pick(cpu, WEFT_COLL_ALLREDUCE, 4, 1, 1024, 0), "cpu, 4 ranks, 1 KiB: the one-shot");
     is_string("rsag", pick(cpu, WEFT_COLL_ALLREDUCE, 4, 1, 4096, 0), "cpu, 4 ranks, 4 KiB: rsag");
     is_string("packet2", pick(cpu, WEFT_COLL_ALLREDUCE, 8, 1, 2048, 0), "cpu, 8 ranks, 2 KiB: the two-step");

@@ -5,6 +5,7 @@
 #include "tap/basic.h"
 #include "backend.h"
 #include "host.h"
+#include "weft.h"
 
 #include <sched.h>
 #include <signal.h>
@@ -91,7 +92,7 @@ int main(void)
     int cpus, spun, all;
     double t0;
 
-    plan(9);
+    plan(12);
     signal(SIGALRM, on_alarm);
     alarm(120);
     if (!ops || ops->init(0, &ctx) != WEFT_OK)
@@ -99,9 +100,22 @@ int main(void)
 
     weft_host_spin_init(-1);
     cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+    /* no communicator has noted its ranks yet: the core count alone */
     is_int(cpus >= 4 ? WEFT_HOST_SPIN_AUTO_NS : 0, (int)weft_host_spin_budget(),
-           "auto: %d ns with %d cores to run on (%d from 4 cores up, none below)", (int)weft_host_spin_budget(), cpus,
-           WEFT_HOST_SPIN_AUTO_NS);
+           "auto, ranks unknown: %d ns with %d cores to run on (%d from 4 cores up, none below)",
+           (int)weft_host_spin_budget(), cpus, WEFT_HOST_SPIN_AUTO_NS);
+    /* as many ranks as cores: the thread that runs each rank's kernels
+     * has a core, so waits spin */
+    weft_gpu_note_local_ranks(cpus);
+    is_int(WEFT_HOST_SPIN_AUTO_NS, (int)weft_host_spin_budget(), "auto, %d ranks on %d cores: waits spin", cpus,
+           cpus);
+    /* more ranks than cores: no spinning below 4 cores (the rank count
+     * only grows) */
+    weft_gpu_note_local_ranks(cpus + 1);
+    is_int(cpus >= 4 ? WEFT_HOST_SPIN_AUTO_NS : 0, (int)weft_host_spin_budget(),
+           "auto, %d ranks on %d cores: waits spin only from 4 cores up", cpus + 1, cpus);
+    weft_gpu_note_local_ranks(1);
+    is_int(cpus + 1, weft_gpu_local_ranks(), "the largest rank count noted stays");
 
     weft_host_spin_init(0);
     ok(weft_host_poll_step(1, 3) && weft_host_poll_step(2, 3) && weft_host_poll_step(3, 3) &&

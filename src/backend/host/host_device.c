@@ -2,6 +2,7 @@
  * host backend's wait policy (host.h). */
 #include "config.h"
 #include "host.h"
+#include "backend.h"
 #include "weft/device.h"
 
 #include <sched.h>
@@ -16,27 +17,32 @@ uint64_t weft_host_clock_ns(void)
 }
 
 /* How long a waiting thread spins in place before it yields, ns: set by
- * weft_host_spin_init (host_init), read by every wait (relaxed: any value
- * it ever held is a valid policy). */
-static long spin_ns;
+ * weft_host_spin_init (host_init); -1: auto, decided at each wait from the
+ * cores and the ranks on this host (weft_gpu_local_ranks), which a
+ * communicator notes before it initialises the backend. Relaxed: any
+ * value either ever held is a valid policy. */
+static long spin_ns = -1;
+static int spin_cpus = 1;
 
 void weft_host_spin_init(long param_ns)
 {
-    long ns = param_ns;
-    if (ns < 0) {
-        /* auto: spin only where this process may use several cores. With
-         * two cores (CI) the ranks' threads outnumber them, and a thread
-         * that spins keeps its core from the thread it waits for. */
-        cpu_set_t set;
-        int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
-        ns = cpus >= 4 ? WEFT_HOST_SPIN_AUTO_NS : 0;
-    }
-    __atomic_store_n(&spin_ns, ns, __ATOMIC_RELAXED);
+    cpu_set_t set;
+    int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+    __atomic_store_n(&spin_cpus, cpus, __ATOMIC_RELAXED);
+    __atomic_store_n(&spin_ns, param_ns < 0 ? -1 : param_ns, __ATOMIC_RELAXED);
 }
 
 long weft_host_spin_budget(void)
 {
-    return __atomic_load_n(&spin_ns, __ATOMIC_RELAXED);
+    long ns = __atomic_load_n(&spin_ns, __ATOMIC_RELAXED);
+    int cpus, ranks;
+    if (ns >= 0)
+        return ns;
+    /* auto (host.h); 4 cores or more spin as measured before the rank
+     * count was known here */
+    cpus = __atomic_load_n(&spin_cpus, __ATOMIC_RELAXED);
+    ranks = weft_gpu_local_ranks();
+    return cpus >= 4 || (ranks > 0 && ranks <= cpus) ? WEFT_HOST_SPIN_AUTO_NS : 0;
 }
 
 static inline void cpu_relax(void)
