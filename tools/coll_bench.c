@@ -1,7 +1,8 @@
 /*
  * weft-perf's collective sweep, in the shape of nccl-tests: for each size,
- * out-of-place then in-place, the mean time of -n back-to-back calls after
- * -w warm-up calls (the slowest rank's), algbw = size / time, busbw =
+ * out-of-place then in-place, the time per call of -n back-to-back calls
+ * after -w warm-up calls (the slowest rank's mean, the median over rounds:
+ * perf.h), algbw = size / time, busbw =
  * algbw x the collective's factor, and with -c 1 a separate checked call
  * compared with an independent reference (#wrong).
  */
@@ -44,6 +45,24 @@ double perf_now_us(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+int perf_rounds(int iters)
+{
+    return iters < PERF_ROUNDS ? (iters > 0 ? iters : 1) : PERF_ROUNDS;
+}
+
+int perf_round_calls(int iters, int rounds, int r)
+{
+    return iters / rounds + (r == rounds - 1 ? iters % rounds : 0);
+}
+
+static int cmp_double(const void *a, const void *b);
+
+double perf_rounds_median(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof(double), cmp_double);
+    return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
 }
 
 typedef struct {
@@ -206,10 +225,12 @@ static long wrong_everywhere(bench_t *b, uint64_t count, int inplace, perf_ref_t
     return sum;
 }
 
-/* Mean time per call over o->iters back-to-back calls, slowest rank. */
+/* Time per call over o->iters back-to-back calls: the median over rounds
+ * of the slowest rank's mean (perf.h, PERF_ROUNDS). */
 static int timed(bench_t *b, uint64_t count, int inplace, double *us)
 {
-    double t0, mine, *all = malloc(sizeof(double) * (size_t)b->nranks);
+    int rounds = perf_rounds(b->o->iters);
+    double mine[PERF_ROUNDS], slowest[PERF_ROUNDS], *all = malloc(sizeof(double) * PERF_ROUNDS * (size_t)b->nranks);
     weft_status_t st = WEFT_OK;
     if (!all)
         return 1;
@@ -231,28 +252,34 @@ static int timed(bench_t *b, uint64_t count, int inplace, double *us)
         st = call(b, count, inplace);
     if (st == WEFT_OK)
         st = weft_stream_synchronize(b->stream);
-    t0 = perf_now_us();
-    for (int i = 0; i < b->o->iters && st == WEFT_OK; i++) {
-        st = call(b, count, inplace);
-        if (st == WEFT_OK && b->o->blocking)
-            st = weft_stream_synchronize(b->stream); /* -z 1: each call completes before the next */
+    for (int r = 0; r < rounds; r++) {
+        int calls = perf_round_calls(b->o->iters, rounds, r);
+        double t0 = perf_now_us();
+        for (int i = 0; i < calls && st == WEFT_OK; i++) {
+            st = call(b, count, inplace);
+            if (st == WEFT_OK && b->o->blocking)
+                st = weft_stream_synchronize(b->stream); /* -z 1: each call completes before the next */
+        }
+        if (st == WEFT_OK)
+            st = weft_stream_synchronize(b->stream);
+        mine[r] = (perf_now_us() - t0) / (calls > 0 ? calls : 1);
     }
+    memcpy(&all[(size_t)b->rank * PERF_ROUNDS], mine, sizeof(mine));
     if (st == WEFT_OK)
-        st = weft_stream_synchronize(b->stream);
-    mine = (perf_now_us() - t0) / b->o->iters;
-    all[b->rank] = mine;
-    if (st == WEFT_OK)
-        st = weft_bootstrap_allgather(b->comm, all, sizeof(double));
+        st = weft_bootstrap_allgather(b->comm, all, sizeof(double) * PERF_ROUNDS);
     if (st != WEFT_OK) {
         fprintf(stderr, "rank %d: %s failed: %s: %s\n", b->rank, b->o->name, weft_status_string(st),
                 weft_get_last_error());
         free(all);
         return 1;
     }
-    *us = 0;
-    for (int r = 0; r < b->nranks; r++)
-        if (all[r] > *us)
-            *us = all[r];
+    for (int r = 0; r < rounds; r++) {
+        slowest[r] = 0;
+        for (int q = 0; q < b->nranks; q++)
+            if (all[(size_t)q * PERF_ROUNDS + r] > slowest[r])
+                slowest[r] = all[(size_t)q * PERF_ROUNDS + r];
+    }
+    *us = perf_rounds_median(slowest, rounds);
     free(all);
     return 0;
 }

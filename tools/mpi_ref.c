@@ -95,8 +95,8 @@ static int call(const perf_opts_t *o, void *s, void *r, uint64_t count)
 
 static double mpi_time_us(perf_ref_t *ref, const perf_opts_t *o, void *send, void *recv, uint64_t count)
 {
-    double t0, mine, slowest = -1;
-    int rc = MPI_SUCCESS;
+    int rounds = perf_rounds(o->iters), rc = MPI_SUCCESS;
+    double mine[PERF_ROUNDS] = {0}, slowest[PERF_ROUNDS];
     (void)ref;
     if (count > INT_MAX)
         return -1;
@@ -105,14 +105,18 @@ static double mpi_time_us(perf_ref_t *ref, const perf_opts_t *o, void *send, voi
         rc = call(o, send, recv, count);
     if (rc == MPI_SUCCESS)
         rc = MPI_Barrier(MPI_COMM_WORLD);
-    t0 = MPI_Wtime();
-    for (int i = 0; i < o->iters && rc == MPI_SUCCESS; i++)
-        rc = call(o, send, recv, count);
-    mine = (MPI_Wtime() - t0) * 1e6 / o->iters;
+    /* rounds, as weft's (perf.h) */
+    for (int r = 0; r < rounds; r++) {
+        int calls = perf_round_calls(o->iters, rounds, r);
+        double t0 = MPI_Wtime();
+        for (int i = 0; i < calls && rc == MPI_SUCCESS; i++)
+            rc = call(o, send, recv, count);
+        mine[r] = (MPI_Wtime() - t0) * 1e6 / (calls > 0 ? calls : 1);
+    }
     if (rc != MPI_SUCCESS ||
-        MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS)
+        MPI_Allreduce(mine, slowest, PERF_ROUNDS, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS)
         return -1;
-    return slowest;
+    return perf_rounds_median(slowest, rounds);
 }
 
 static void mpi_close(perf_ref_t *ref)

@@ -95,8 +95,9 @@ static int nccl_call(perf_ref_t *ref, const perf_opts_t *o, void *send, void *re
 static double nccl_time_us(perf_ref_t *ref, const perf_opts_t *o, void *send, void *recv, uint64_t count)
 {
     nccl_ref_t *n = (nccl_ref_t *)ref;
-    double t0, mine, slowest = -1, *all = calloc((size_t)n->nranks, sizeof(double));
-    int rc = 0;
+    int rounds = perf_rounds(o->iters), rc = 0;
+    double mine[PERF_ROUNDS], slowest[PERF_ROUNDS], median = -1;
+    double *all = calloc((size_t)n->nranks * PERF_ROUNDS, sizeof(double));
     if (!all)
         return -1;
     if (n->own[0]) {
@@ -107,27 +108,40 @@ static double nccl_time_us(perf_ref_t *ref, const perf_opts_t *o, void *send, vo
         rc = call(n, o, send, recv, count);
     if (rc == 0 && (weft_stream_synchronize(n->wstream) != WEFT_OK || weft_bootstrap_barrier(n->wcomm) != WEFT_OK))
         rc = -1;
-    t0 = perf_now_us();
-    for (int i = 0; i < o->iters && rc == 0; i++) {
-        rc = call(n, o, send, recv, count);
-        if (rc == 0 && o->blocking && weft_stream_synchronize(n->wstream) != WEFT_OK)
+    /* rounds, as weft's (perf.h) */
+    for (int r = 0; r < rounds; r++) {
+        int calls = perf_round_calls(o->iters, rounds, r);
+        double t0 = perf_now_us();
+        for (int i = 0; i < calls && rc == 0; i++) {
+            rc = call(n, o, send, recv, count);
+            if (rc == 0 && o->blocking && weft_stream_synchronize(n->wstream) != WEFT_OK)
+                rc = -1;
+        }
+        if (rc == 0 && weft_stream_synchronize(n->wstream) != WEFT_OK)
             rc = -1;
+        mine[r] = rc == 0 ? (perf_now_us() - t0) / (calls > 0 ? calls : 1) : -1;
     }
-    if (rc == 0 && weft_stream_synchronize(n->wstream) != WEFT_OK)
-        rc = -1;
-    mine = rc == 0 ? (perf_now_us() - t0) / o->iters : -1;
-    all[n->rank] = mine;
+    for (int r = rounds; r < PERF_ROUNDS; r++)
+        mine[r] = 0;
+    memcpy(&all[(size_t)n->rank * PERF_ROUNDS], mine, sizeof(mine));
     /* every rank takes part, failed or not, so that none waits alone */
-    if (weft_bootstrap_allgather(n->wcomm, all, sizeof(double)) == WEFT_OK) {
-        slowest = 0;
-        for (int r = 0; r < n->nranks; r++)
-            slowest = all[r] < 0 || slowest < 0 ? -1 : all[r] > slowest ? all[r] : slowest;
+    if (weft_bootstrap_allgather(n->wcomm, all, sizeof(double) * PERF_ROUNDS) == WEFT_OK) {
+        int failed = 0;
+        for (int r = 0; r < rounds; r++) {
+            slowest[r] = 0;
+            for (int q = 0; q < n->nranks; q++) {
+                double t = all[(size_t)q * PERF_ROUNDS + r];
+                failed |= t < 0;
+                slowest[r] = t > slowest[r] ? t : slowest[r];
+            }
+        }
+        median = failed ? -1 : perf_rounds_median(slowest, rounds);
     }
     if (rc != 0 && n->rank == 0)
         fprintf(stderr, "weft-perf: %s %s failed: %s\n", ref->name, o->name,
                 rc > 0 ? n->error_string(rc) : weft_get_last_error());
     free(all);
-    return slowest;
+    return median;
 }
 
 static void nccl_close(perf_ref_t *ref)

@@ -98,6 +98,19 @@ int perf_plot_svg(const char *path, const char *title, const perf_series_t *seri
 
 /* Microseconds from a monotonic clock. */
 double perf_now_us(void);
+/*
+ * A row's timed calls (-n) run in up to PERF_ROUNDS rounds of back-to-back
+ * calls; its time is the median over the rounds of the slowest rank's mean
+ * per call in each. A call that the machine delays (a preempted rank on a
+ * shared host: milliseconds) then moves one round, not the row; every
+ * library compared (weft, MPI, NCCL) is timed this way.
+ */
+#define PERF_ROUNDS 5
+int perf_rounds(int iters);
+/* Calls in round @p r of @p rounds (the remainder in the last). */
+int perf_round_calls(int iters, int rounds, int r);
+/* The median of @p n round times (sorted in place). */
+double perf_rounds_median(double *t, int n);
 
 /* A device collective sweep on one rank (OP_COLL). */
 int coll_bench(weft_comm_t *comm, const perf_opts_t *o);

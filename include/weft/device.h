@@ -328,6 +328,15 @@ WEFT_DEVICE void weft_copy(void *dst_, const void *src_, size_t bytes, size_t ti
     size_t head = (width - (d & (width - 1))) & (width - 1);
     size_t body, tail, i;
 
+#if !WEFT_ON_GPU
+    /* a host-backend block is one thread: the C library's copy (wide
+     * vector loads, non-temporal stores for large sizes) */
+    if (ntid == 1) {
+        if (dst != src)
+            memcpy(dst, src, bytes);
+        return;
+    }
+#endif
     if (head > bytes)
         head = bytes;
     body = (bytes - head) / width;
