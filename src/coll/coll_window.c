@@ -666,6 +666,10 @@ static int drained(weft_comm_t *comm, weft_stream_t *stream, int capturing)
  * 1 MiB, where registering (a driver export and import per allocation,
  * hundreds of microseconds) has been measured to pay.
  */
+/* Calls smaller than this register only while the cache has a free row
+ * (they never evict). */
+#define REG_EVICT_MIN_BYTES ((size_t)1 << 20)
+
 static size_t reg_min_bytes(const weft_comm_t *comm)
 {
     long v = weft_param_int(WEFT_P_REG_MIN_BYTES);
@@ -721,7 +725,10 @@ int weft_reg_find(weft_comm_t *comm, weft_stream_t *stream, const void *ptr, siz
             return -1;
         /* the cache keeps a few rows free for explicit registrations */
         if (reg_cached_rows(set, &lru) >= (WEFT_REG_ROWS - WEFT_REG_WINDOW_ROWS) / 2 && lru) {
-            if (!drained(comm, stream, capturing))
+            /* an eviction waits for the stream to drain: worth it for a
+             * large call, not for a small one (the host backend caches
+             * every size), which stages instead of thrashing the cache */
+            if (bytes < REG_EVICT_MIN_BYTES || !drained(comm, stream, capturing))
                 return -1;
             weft_debug(WEFT_SUB_COLL, "registration cache: evicting %p (%zu bytes)", (void *)lru->base, lru->bytes);
             reg_release(lru);

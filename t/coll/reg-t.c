@@ -432,9 +432,64 @@ static int slow_peer(int rank, int nranks, void *arg)
     return c.fails;
 }
 
+/* More buffers than the cache has rows (16), cache on: small calls (64
+ * KiB, below 1 MiB) register while a row is free and stage once none is,
+ * never evicting (an eviction waits for the stream to drain); a large
+ * call (1 MiB) evicts the least recently used entry and goes zero-copy.
+ * Right values throughout. */
+#define MANY 20
+#define SMALL 16384    /* floats: 64 KiB */
+#define LARGE 262144   /* floats: 1 MiB */
+static int many_buffers(int rank, int nranks, void *arg)
+{
+    ctx_t c;
+    float *buf[MANY], *big = NULL;
+    uint64_t zc, want;
+    int salt = 30;
+    (void)arg;
+    setenv("WEFT_REG_CACHE", "1", 1);
+    setenv("WEFT_REG_WAIT_MS", "20000", 1); /* a registration is mapped before its call: exact counts */
+    if (join(&c, rank, nranks))
+        return 1;
+    for (int b = 0; b < MANY; b++)
+        if (weft_mem_alloc(c.comm, SMALL * sizeof(float), (void **)&buf[b]) != WEFT_OK)
+            return rank_fail("allocation: %s", weft_get_last_error());
+    if (weft_mem_alloc(c.comm, LARGE * sizeof(float), (void **)&big) != WEFT_OK)
+        return rank_fail("allocation: %s", weft_get_last_error());
+    for (int pass = 0; pass < 2 && !c.fails; pass++) {
+        rank_step("pass %d: in-place allreduces on %d buffers of 64 KiB", pass, pass ? 16 : MANY);
+        for (int b = 0; b < (pass ? 16 : MANY) && !c.fails; b++) {
+            fill(buf[b], SMALL, rank, ++salt);
+            c.fails += synced(&c, weft_allreduce(buf[b], buf[b], SMALL, WEFT_FLOAT32, WEFT_SUM, c.comm, c.stream),
+                              "allreduce");
+            c.fails += c.fails ? 0 : check(&c, "64 KiB allreduce", buf[b], SMALL, want_sum, salt);
+        }
+        /* pass 0: the first 16 registered, the last 4 staged; pass 1: the
+         * first 16 are still registered (nothing was evicted) */
+        want = pass ? 32 : 16;
+        zc = weft_reg_zc_calls(c.comm);
+        if (!c.fails && zc != want)
+            c.fails += rank_fail("after pass %d, %llu allreduces went zero-copy, expected %llu", pass,
+                                 (unsigned long long)zc, (unsigned long long)want);
+    }
+    rank_step("a 1 MiB allreduce with the cache full");
+    fill(big, LARGE, rank, ++salt);
+    c.fails += c.fails ? 0 : synced(&c, weft_allreduce(big, big, LARGE, WEFT_FLOAT32, WEFT_SUM, c.comm, c.stream),
+                                    "allreduce");
+    c.fails += c.fails ? 0 : check(&c, "1 MiB allreduce", big, LARGE, want_sum, salt);
+    if (!c.fails && weft_reg_zc_calls(c.comm) != 33)
+        c.fails += rank_fail("the 1 MiB allreduce did not go zero-copy by evicting an entry (%llu zero-copy calls)",
+                             (unsigned long long)weft_reg_zc_calls(c.comm));
+    for (int b = 0; b < MANY; b++)
+        weft_mem_free(c.comm, buf[b]);
+    weft_mem_free(c.comm, big);
+    leave(&c);
+    return c.fails;
+}
+
 int main(void)
 {
-    plan(7);
+    plan(8);
     /* before any rank reads its parameters */
     setenv("WEFT_REG_MIN_BYTES", "65536", 1);
     setenv("WEFT_BACKEND", "host", 1);
@@ -455,5 +510,8 @@ int main(void)
     ok(run_ranks(2, 60000, slow_peer, NULL, NULL),
        "2 ranks, a peer's IPC worker 3 s late mapping a registration: the call does not wait for it (staged, "
        "right values), zero-copy once it has");
+    ok(run_ranks(2, 120000, many_buffers, NULL, NULL),
+       "2 ranks, cache on, 20 buffers of 64 KiB and 16 rows: small calls register while a row is free, then "
+       "stage without evicting; a 1 MiB call evicts and goes zero-copy; right values");
     return 0;
 }
