@@ -657,19 +657,19 @@ static int drained(weft_comm_t *comm, weft_stream_t *stream, int capturing)
     return !capturing && (!stream || comm->gpu->stream_sync(comm->gctx, stream->s) == WEFT_OK);
 }
 
+/* Calls smaller than this register only while the cache has a free row
+ * (they never evict). */
+#define REG_EVICT_MIN_BYTES ((size_t)1 << 20)
+
 /*
  * The smallest call whose buffers the cache registers (WEFT_REG_MIN_BYTES;
  * -1: by platform). Host backend: every size. A registration there maps a
  * shared file once per allocation, and zero copy beats the copies through
  * scratch from the smallest messages (2 ranks on 2 cores, registered
  * against staged: 8 KiB 1.5 against 6 us, 128 KiB 10 against 47). GPUs:
- * 1 MiB, where registering (a driver export and import per allocation,
- * hundreds of microseconds) has been measured to pay.
+ * 1 MiB, as before: registering there is a driver export and import per
+ * allocation, and smaller sizes have not been measured on a GPU.
  */
-/* Calls smaller than this register only while the cache has a free row
- * (they never evict). */
-#define REG_EVICT_MIN_BYTES ((size_t)1 << 20)
-
 static size_t reg_min_bytes(const weft_comm_t *comm)
 {
     long v = weft_param_int(WEFT_P_REG_MIN_BYTES);
