@@ -739,9 +739,9 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
         int capturing = weft_stream_is_capturing(stream);
         /* windows, registrations, and (the cache) buffers registered now:
          * a local lookup; the kernels agree on the path */
-        a.in_win = weft_reg_find(comm, stream, c->in, in_bytes, capturing, &a.in_gen, &a.in_off);
+        a.in_win = weft_reg_find(comm, stream, c->in, in_bytes, capturing, 0, &a.in_gen, &a.in_off);
         if (a.in_win >= 0 && (c->coll == WEFT_COLL_ALLREDUCE || (c->coll == WEFT_COLL_REDUCE && c->out)))
-            a.out_win = weft_reg_find(comm, stream, c->out, bytes, capturing, &a.out_gen, &a.out_off);
+            a.out_win = weft_reg_find(comm, stream, c->out, bytes, capturing, 0, &a.out_gen, &a.out_off);
     }
     /* also where this rank's buffers are not registered: a broadcast's
      * non-roots read the root's published buffer through it */

@@ -49,8 +49,10 @@ int weft_window_peer(const weft_comm_t *comm, const weft_comm_window_t *w, int p
  * holding [ptr, ptr + bytes) (a window's, or a registration of this
  * rank's, made now by the cache where it is on, the buffer has at least
  * WEFT_REG_MIN_BYTES and @p capturing is 0), with its generation and the
- * offset; -1: none, stage. Waits on no other rank's user thread. */
-int weft_reg_find(weft_comm_t *comm, weft_stream_t *stream, const void *ptr, size_t bytes, int capturing,
+ * offset; -1: none, stage. Waits on no other rank's user thread. @p plan:
+ * the executor asks (its default threshold is 1 MiB on every backend; the
+ * built-in collectives' is every size on the host backend). */
+int weft_reg_find(weft_comm_t *comm, weft_stream_t *stream, const void *ptr, size_t bytes, int capturing, int plan,
                   uint64_t *gen, uint64_t *off);
 /* How many collectives the kernels ran zero-copy on this rank (tests). */
 uint64_t weft_reg_zc_calls(weft_comm_t *comm);

@@ -663,22 +663,29 @@ static int drained(weft_comm_t *comm, weft_stream_t *stream, int capturing)
 
 /*
  * The smallest call whose buffers the cache registers (WEFT_REG_MIN_BYTES;
- * -1: by platform). Host backend: every size. A registration there maps a
- * shared file once per allocation, and zero copy beats the copies through
- * scratch from the smallest messages (2 ranks on 2 cores, registered
- * against staged: 8 KiB 1.5 against 6 us, 128 KiB 10 against 47). GPUs:
- * 1 MiB, as before: registering there is a driver export and import per
- * allocation, and smaller sizes have not been measured on a GPU.
+ * -1: by platform and caller). The built-in collectives on the host
+ * backend: every size. A registration there maps a shared file once per
+ * allocation, and zero copy beats the copies through scratch from the
+ * smallest messages (2 ranks on 2 cores, registered against staged: 8 KiB
+ * 1.5 against 6 us, 128 KiB 10 against 47). GPUs: 1 MiB, as before:
+ * registering there is a driver export and import per allocation, and
+ * smaller sizes have not been measured on a GPU. The executor (@p plan):
+ * 1 MiB everywhere, as before. MSCCL++'s unit plans include racy ones
+ * whose late writes may outlive a call (t/coll/plan-zc-reg-t); run on a
+ * small buffer the cache registered for them, such a write met the
+ * buffer's release when the caller freed it (plan-t, tbg_reduce_send_test:
+ * a peer saw the registration dropped). Below 1 MiB they run on the
+ * plan's own buffers.
  */
-static size_t reg_min_bytes(const weft_comm_t *comm)
+static size_t reg_min_bytes(const weft_comm_t *comm, int plan)
 {
     long v = weft_param_int(WEFT_P_REG_MIN_BYTES);
     if (v >= 0)
         return (size_t)v;
-    return (comm->caps & WEFT_CAP_GPU) ? (size_t)1 << 20 : 0;
+    return (plan || (comm->caps & WEFT_CAP_GPU)) ? (size_t)1 << 20 : 0;
 }
 
-int weft_reg_find(weft_comm_t *comm, weft_stream_t *stream, const void *ptr, size_t bytes, int capturing,
+int weft_reg_find(weft_comm_t *comm, weft_stream_t *stream, const void *ptr, size_t bytes, int capturing, int plan,
                   uint64_t *gen, uint64_t *off)
 {
     struct weft_window_set *set = comm->windows;
@@ -717,7 +724,7 @@ int weft_reg_find(weft_comm_t *comm, weft_stream_t *stream, const void *ptr, siz
     if (!found) {
         /* weft_mem_alloc_shareable's memory (ids from 1 << 62) always; other
          * memory the backend can share while the cache is on */
-        if (capturing || bytes < reg_min_bytes(comm))
+        if (capturing || bytes < reg_min_bytes(comm, plan))
             return -1;
         if (!identified)
             identified = weft_mem_identify(comm, ptr, bytes, &alloc, &id) == WEFT_OK ? 1 : -1;

@@ -755,7 +755,7 @@ static uint32_t zr_mine(weft_comm_t *comm, const struct weft_plan *plan, const s
             continue;
         if (t == WEFT_PLAN_BUF_OUTPUT && plan->inplace && x->in_off + send_bytes > bytes)
             bytes = x->in_off + send_bytes; /* the input inside it */
-        if (!bytes || (row = weft_reg_find(comm, stream, p, bytes, capturing, &gen, &off)) < 0)
+        if (!bytes || (row = weft_reg_find(comm, stream, p, bytes, capturing, 1, &gen, &off)) < 0)
             return 0;
         word[2 * t] = ((uint64_t)row + 1) | gen << 16;
         word[2 * t + 1] = off;

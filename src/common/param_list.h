@@ -113,7 +113,7 @@ WEFT_PARAM(TOPO_FILE, "WEFT_TOPO_FILE", STR, "",
 WEFT_PARAM(REG_MIN_BYTES, "WEFT_REG_MIN_BYTES", INT, "-1",
            "collectives of at least this many bytes register their unregistered buffers on first use "
            "(WEFT_REG_CACHE; ncclMemAlloc memory always) so that they can go zero-copy (-1: 1 MiB on GPU "
-           "backends, every size on the host backend)")
+           "backends and for execution plans, every size for the host backend's built-in collectives)")
 WEFT_PARAM(REG_WAIT_MS, "WEFT_REG_WAIT_MS", INT, "100",
            "how long a call that registers a buffer (the cache's first use, weft_comm_register) waits for the "
            "peers to map it; past that it goes on staged and the registration is used once they have")
