@@ -8,15 +8,21 @@
  * fails. This header names the bodies without declaring them: bodies.h
  * does, for the files that instantiate them.
  *
- * "Most threads per block" is 0 where the GPU compiler may use as many
- * registers per thread as it likes (a launch must then stay within what that
- * allows), or the count the GPU wrapper is compiled for (__launch_bounds__):
- * the executor runs plans that ask for 1024 threads, as MSCCL++'s plans do,
- * which the compiler's free choice of registers would not launch. The
- * mesh reduce-scatter and reduce, with the unrolled reductions of
- * coll_common.h, took more registers than 512 threads (WEFT_COLL_THREADS'
- * default) allow: bounded at 512 (1024 spilled and ran 1.4x slower on an
- * H200). A launch asks for at most the bound (weft_kernel_launch_init).
+ * "Most threads per block" is the count the GPU wrapper is compiled for
+ * (__launch_bounds__: the compiler keeps registers x threads within the
+ * SM's 64K registers), or 0 for no bound: then the compiler may use as many
+ * registers per thread as it likes, and only a kernel that needs at most
+ * 64 (so that a block of 1024 threads launches) may be unbounded;
+ * t/gpu/compile-t reads ptxas' register counts and fails otherwise. The
+ * executor runs plans that ask for 1024 threads, as MSCCL++'s plans do.
+ * The collectives launch 512 threads (WEFT_COLL_THREADS' default) and
+ * are bounded there: with the unrolled copies and reductions of
+ * coll_common.h they took 96 to 166 registers unbounded, and a launch of
+ * 512 threads of the send/recv and rsag kernels failed on an H200 ("too
+ * many resources requested for launch"); bounded at 1024 they spilled and
+ * ran 1.4x slower than at 512. A launch asks for at most the bound
+ * (weft_kernel_launch_init), and the GPU backends clamp it to what the
+ * loaded kernel can launch (gpurt_launch).
  */
 #ifndef WEFT_KERNELS_BUILTINS_H
 #define WEFT_KERNELS_BUILTINS_H
@@ -31,23 +37,23 @@
     X(p2p_put_bw, weft_p2p_put_bw, weft_p2p_args_t, 0)                                                             \
     X(p2p_put_stream, weft_p2p_put_stream, weft_p2p_args_t, 0)                                                     \
     X(p2p_pc_put_bw, weft_p2p_pc_put_bw, weft_p2p_args_t, 0)                                                       \
-    X(coll_allreduce_packet, weft_coll_allreduce_packet, weft_coll_args_t, 0)                                      \
-    X(coll_allreduce_packet2, weft_coll_allreduce_packet2, weft_coll_args_t, 0)                                    \
-    X(coll_allreduce_rsag, weft_coll_allreduce_rsag, weft_coll_args_t, 0)                                          \
-    X(coll_allreduce_switch, weft_coll_allreduce_switch, weft_coll_args_t, 0)                                      \
-    X(coll_allgather_mesh, weft_coll_allgather_mesh, weft_coll_args_t, 0)                                          \
+    X(coll_allreduce_packet, weft_coll_allreduce_packet, weft_coll_args_t, 512)                                    \
+    X(coll_allreduce_packet2, weft_coll_allreduce_packet2, weft_coll_args_t, 512)                                  \
+    X(coll_allreduce_rsag, weft_coll_allreduce_rsag, weft_coll_args_t, 512)                                        \
+    X(coll_allreduce_switch, weft_coll_allreduce_switch, weft_coll_args_t, 512)                                    \
+    X(coll_allgather_mesh, weft_coll_allgather_mesh, weft_coll_args_t, 512)                                        \
     X(coll_reduce_scatter_mesh, weft_coll_reduce_scatter_mesh, weft_coll_args_t, 512)                              \
-    X(coll_broadcast_mesh, weft_coll_broadcast_mesh, weft_coll_args_t, 0)                                          \
+    X(coll_broadcast_mesh, weft_coll_broadcast_mesh, weft_coll_args_t, 512)                                        \
     X(coll_reduce_mesh, weft_coll_reduce_mesh, weft_coll_args_t, 512)                                              \
-    X(coll_alltoall_mesh, weft_coll_alltoall_mesh, weft_coll_args_t, 0)                                            \
+    X(coll_alltoall_mesh, weft_coll_alltoall_mesh, weft_coll_args_t, 512)                                          \
     X(coll_barrier, weft_coll_barrier_kernel, weft_coll_args_t, 0)                                                 \
-    X(coll_allreduce_ring, weft_coll_allreduce_ring, weft_coll_args_t, 0)                                          \
-    X(coll_allgather_ring, weft_coll_allgather_ring, weft_coll_args_t, 0)                                          \
-    X(coll_broadcast_ring, weft_coll_broadcast_ring, weft_coll_args_t, 0)                                          \
-    X(coll_reduce_ring, weft_coll_reduce_ring, weft_coll_args_t, 0)                                                \
+    X(coll_allreduce_ring, weft_coll_allreduce_ring, weft_coll_args_t, 512)                                        \
+    X(coll_allgather_ring, weft_coll_allgather_ring, weft_coll_args_t, 512)                                        \
+    X(coll_broadcast_ring, weft_coll_broadcast_ring, weft_coll_args_t, 512)                                        \
+    X(coll_reduce_ring, weft_coll_reduce_ring, weft_coll_args_t, 512)                                              \
     X(coll_barrier_ring, weft_coll_barrier_ring, weft_coll_args_t, 0)                                              \
-    X(coll_reduce_scatter_ring, weft_coll_reduce_scatter_ring, weft_coll_args_t, 0)                                \
-    X(coll_p2p, weft_coll_p2p, weft_coll_args_t, 0)                                                                \
+    X(coll_reduce_scatter_ring, weft_coll_reduce_scatter_ring, weft_coll_args_t, 512)                              \
+    X(coll_p2p, weft_coll_p2p, weft_coll_args_t, 512)                                                              \
     X(scale, weft_scale_kernel, weft_scale_args_t, 0)                                                              \
     X(exec_plan, weft_exec_plan, weft_exec_args_t, 1024)                                                           \
     X(empty, weft_empty_kernel, weft_empty_args_t, 0)                                                              \

@@ -17,6 +17,7 @@
 #define rtDeviceProp_t struct cudaDeviceProp
 #define rtStream_t cudaStream_t
 #define rtEvent_t cudaEvent_t
+#define rtFuncAttributes struct cudaFuncAttributes
 #define rtErrorNotReady cudaErrorNotReady
 #define rtStreamNonBlocking cudaStreamNonBlocking
 #define rtEventDisableTiming cudaEventDisableTiming

@@ -47,6 +47,11 @@ WEFT_PARAM_SECTION(gpurt_params, RT_NAME, gpurt_param_list)
 struct weft_gpu_ctx {
     int device;
     rtStream_t internal; /* the backend's own work (zero-fill): one stream for the context's life */
+    /* per built-in kernel: the most threads per block the loaded kernel
+     * can launch (its registers and the device's), 0 until its first
+     * launch asks; written and read relaxed: any thread may ask first and
+     * every answer is the same */
+    unsigned max_threads[WEFT_KERNEL_COUNT];
 };
 
 /* Logs a failed runtime call once, where it happened. */
@@ -413,10 +418,34 @@ static weft_status_t gpurt_stream_write_u64_batch(weft_gpu_ctx_t *ctx, unsigned 
  * index (weft_kernel_id_t). */
 extern const weft_gpu_kernel_entry_t WEFT_GPURT_KERNELS[WEFT_KERNEL_COUNT];
 
+/*
+ * The most threads per block kernel @p id can launch on this device: what
+ * the runtime says of the loaded kernel, which counts the registers the
+ * compiler gave it (builtins.h bounds the kernels that need many; this
+ * catches any that a compiler or a device makes exceed its launch). The
+ * bodies share their work among whatever threads a block has, so a launch
+ * asking for more runs with this many rather than failing.
+ */
+static unsigned gpurt_max_threads(weft_gpu_ctx_t *ctx, int id, const void *fn)
+{
+    unsigned n = __atomic_load_n(&ctx->max_threads[id], __ATOMIC_RELAXED);
+    rtFuncAttributes attr;
+    if (n)
+        return n;
+    if (RT(FuncGetAttributes)(&attr, fn) != rtSuccess || attr.maxThreadsPerBlock <= 0) {
+        (void)RT(GetLastError)(); /* not sticky: the launch reports what is wrong */
+        return 1024;
+    }
+    n = (unsigned)attr.maxThreadsPerBlock;
+    __atomic_store_n(&ctx->max_threads[id], n, __ATOMIC_RELAXED);
+    return n;
+}
+
 static weft_status_t gpurt_launch(weft_gpu_ctx_t *ctx, const weft_gpu_launch_t *l, weft_gpu_stream_t *stream)
 {
     const weft_gpu_kernel_entry_t *k;
     void *args[1] = {l->args};
+    unsigned nthreads, most;
     if (l->kernel < 0 || l->kernel >= WEFT_KERNEL_COUNT) {
         weft_error(WEFT_SUB_GPU, RT_NAME " backend: no built-in kernel of index %d (%s)", l->kernel,
                    l->name ? l->name : "unnamed");
@@ -429,7 +458,13 @@ static weft_status_t gpurt_launch(weft_gpu_ctx_t *ctx, const weft_gpu_launch_t *
         return WEFT_ERR_INVALID_ARGUMENT;
     }
     RT(SetDevice)(ctx->device);
-    return gpurt_check(RT(LaunchKernel)(k->fn, (dim3){l->nblocks, 1, 1}, (dim3){l->nthreads, 1, 1}, args, 0,
+    nthreads = l->nthreads;
+    if (nthreads > (most = gpurt_max_threads(ctx, l->kernel, k->fn))) {
+        weft_debug(WEFT_SUB_GPU, RT_NAME " launch of %s: %u threads per block, clamped to the %u it can launch",
+                   l->name, nthreads, most);
+        nthreads = most;
+    }
+    return gpurt_check(RT(LaunchKernel)(k->fn, (dim3){l->nblocks, 1, 1}, (dim3){nthreads, 1, 1}, args, 0,
                                      (rtStream_t)stream),
                     l->name);
 }

@@ -17,6 +17,7 @@
 #define rtDeviceProp_t hipDeviceProp_t
 #define rtStream_t hipStream_t
 #define rtEvent_t hipEvent_t
+#define rtFuncAttributes hipFuncAttributes
 #define rtErrorNotReady hipErrorNotReady
 #define rtStreamNonBlocking hipStreamNonBlocking
 #define rtEventDisableTiming hipEventDisableTiming
