@@ -19,9 +19,11 @@
 #define WEFT_GPU_TABLE WEFT_GPU_CAT(WEFT_GPU_CAT(weft_, WEFT_GPU_PREFIX), _kernels)
 
 /* A wrapper's launch bounds: none (0: the compiler's choice of registers) or
- * the kernel's most threads per block (builtins.h). */
+ * the kernel's most threads per block (builtins.h). 512 asks for one block
+ * per SM at least: left to itself, ptxas cut some kernels to 64 registers
+ * and spilled (the mesh broadcast: 220 bytes), where 512 threads allow 128. */
 #define WEFT_GPU_BOUNDS_0
-#define WEFT_GPU_BOUNDS_512 __launch_bounds__(512)
+#define WEFT_GPU_BOUNDS_512 __launch_bounds__(512, 1)
 #define WEFT_GPU_BOUNDS_1024 __launch_bounds__(1024)
 #define WEFT_GPU_BOUNDS(max_threads) WEFT_GPU_CAT(WEFT_GPU_BOUNDS_, max_threads)
 
