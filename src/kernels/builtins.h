@@ -14,7 +14,11 @@
  * registers per thread as it likes, and only a kernel that needs at most
  * 64 (so that a block of 1024 threads launches) may be unbounded;
  * t/gpu/compile-t reads ptxas' register counts and fails otherwise. The
- * executor runs plans that ask for 1024 threads, as MSCCL++'s plans do.
+ * executor runs plans that ask for 1024 threads, as MSCCL++'s plans do;
+ * bounded there its body gets 64 registers and spills (712 bytes stored,
+ * 1828 loaded per thread, sm_90), so a launch of at most 256 threads (a
+ * small message's, WEFT_EXEC_FIT_THREADS) takes the same body compiled
+ * for 256 (exec_plan_small, plan_exec.c).
  * The collectives launch 512 threads (WEFT_COLL_THREADS' default) and
  * are bounded there: with the unrolled copies and reductions of
  * coll_common.h they took 96 to 166 registers unbounded, and a launch of
@@ -56,6 +60,7 @@
     X(coll_p2p, weft_coll_p2p, weft_coll_args_t, 512)                                                              \
     X(scale, weft_scale_kernel, weft_scale_args_t, 0)                                                              \
     X(exec_plan, weft_exec_plan, weft_exec_args_t, 1024)                                                           \
+    X(exec_plan_small, weft_exec_plan, weft_exec_args_t, 256)                                                      \
     X(empty, weft_empty_kernel, weft_empty_args_t, 0)                                                              \
     X(signal, weft_signal_kernel, weft_signal_args_t, 0)
 
