@@ -668,10 +668,12 @@ static weft_status_t exec_queue(weft_comm_t *comm, struct weft_executor *x, weft
 {
     weft_gpu_launch_t l;
     weft_status_t status = WEFT_OK;
-    /* the body compiled for at most 256 threads keeps its state in
-     * registers (builtins.h) */
-    weft_kernel_launch_init(&l, x->last_threads <= 256 ? WEFT_KERNEL_exec_plan_small : WEFT_KERNEL_exec_plan,
-                            x->nblocks, x->last_threads, &x->last_args, sizeof(x->last_args));
+    /* the body compiled for fewer threads keeps its state in registers
+     * (builtins.h) */
+    weft_kernel_id_t id = x->last_threads <= weft_kernel_max_threads(WEFT_KERNEL_exec_plan_small)
+                              ? WEFT_KERNEL_exec_plan_small
+                              : WEFT_KERNEL_exec_plan;
+    weft_kernel_launch_init(&l, id, x->nblocks, x->last_threads, &x->last_args, sizeof(x->last_args));
     if (x->last_send_bytes && x->last_copies)
         status = comm->gpu->memcpy_async(comm->gctx, x->buf[WEFT_PLAN_BUF_INPUT], x->last_send, x->last_send_bytes,
                                          stream->s);

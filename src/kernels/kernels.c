@@ -25,6 +25,11 @@ int weft_kernel_find(const char *name)
     return -1;
 }
 
+unsigned weft_kernel_max_threads(weft_kernel_id_t id)
+{
+    return max_threads_of[id];
+}
+
 void weft_kernel_launch_init(weft_gpu_launch_t *l, weft_kernel_id_t id, unsigned nblocks, unsigned nthreads,
                              void *args, size_t args_size)
 {

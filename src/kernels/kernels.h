@@ -23,6 +23,10 @@ const weft_builtin_kernel_t *weft_kernel_get(weft_kernel_id_t id);
 /* The index of the kernel named @p name, or -1. */
 int weft_kernel_find(const char *name);
 
+/* The most threads per block kernel @p id's GPU wrapper is compiled for
+ * (builtins.h), or 0: no bound. */
+unsigned weft_kernel_max_threads(weft_kernel_id_t id);
+
 /* A launch of kernel @p id (its body and index filled in), for
  * weft_gpu_ops_t.launch. */
 void weft_kernel_launch_init(weft_gpu_launch_t *l, weft_kernel_id_t id, unsigned nblocks, unsigned nthreads,
