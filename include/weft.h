@@ -855,6 +855,16 @@ WEFT_API weft_status_t weft_selection_rule_describe(size_t index, weft_selection
 WEFT_API weft_status_t weft_coll_algorithm(weft_comm_t *comm, const char *collective, size_t bytes,
                                            const char **name);
 
+/**
+ * How many collective launches on @p comm have run zero copy (reading the
+ * peers' buffers in windows or registered on first use, no scratch), since
+ * the communicator was created; stream-ordered work not yet run is not
+ * counted (synchronize first). A diagnostic for benchmarks and tests: on a
+ * GPU it copies the counter from device memory. WEFT_ERR_INVALID_ARGUMENT
+ * if @p comm or @p count is NULL.
+ */
+WEFT_API weft_status_t weft_comm_zero_copy_calls(weft_comm_t *comm, uint64_t *count);
+
 /* ------------------------------------------------------------------ */
 /* Connections                                                         */
 /* ------------------------------------------------------------------ */

@@ -317,7 +317,8 @@ typedef struct {
     double over_floor;  /* achieved time / launch floor */
 } row_bound_t;
 
-static void row_bound(const bench_t *b, const perf_bound_t *bnd, size_t size, double us, row_bound_t *r)
+static void row_bound(const bench_t *b, const perf_bound_t *bnd, size_t size, double us, int zero_copy,
+                      row_bound_t *r)
 {
     const char *algo = "p2p";
     /* the selection is by the bytes of one rank's block, as weft_allreduce &c. see them */
@@ -325,8 +326,11 @@ static void row_bound(const bench_t *b, const perf_bound_t *bnd, size_t size, do
     if (b->o->coll != PERF_SENDRECV && weft_coll_algorithm(b->comm, b->o->name, sel, &algo) != WEFT_OK)
         algo = "?";
     r->algo = algo;
-    /* windows make the mesh bodies zero-copy; the packet ones stage regardless */
-    r->moved = perf_bytes_per_rank(b->o->coll, algo, b->o->window, b->nranks, size, &r->path);
+    /* @p zero_copy: what the timed calls did (weft_comm_zero_copy_calls), not
+     * what the buffers suggest: windows make the mesh bodies zero-copy, and
+     * so does the registration cache on buffers outside them; the packet
+     * bodies stage regardless */
+    r->moved = perf_bytes_per_rank(b->o->coll, algo, zero_copy, b->nranks, size, &r->path);
     r->bound_us = perf_bound_us(r->moved, bnd->sharing, bnd->copy_gbs);
     r->bound_busbw = r->bound_us > 0 ? (double)size / r->bound_us / 1e3 * bus_factor(b) : -1;
     r->ratio = r->bound_us > 0 && us > 0 ? r->bound_us / us : -1;
@@ -462,6 +466,7 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
                                    : count) * b.es;
         double us[2], ref_us = 0;
         long wrong[2] = {0, 0};
+        int zero_copy = 0; /* the out-of-place calls ran zero copy */
         memset(&rb, 0, sizeof(rb));
         rb.algo = rb.path = "-";
         for (int inplace = 0; inplace < 2; inplace++) {
@@ -470,10 +475,15 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
                 wrong[1] = -1;
                 continue;
             }
+            uint64_t zc0 = 0, zc1 = 0;
+            weft_comm_zero_copy_calls(b.comm, &zc0);
             if (timed(&b, count, inplace, &us[inplace])) {
                 rc = 4;
                 goto out;
             }
+            weft_comm_zero_copy_calls(b.comm, &zc1);
+            if (!inplace)
+                zero_copy = zc1 > zc0;
             if (o->check) {
                 if ((wrong[inplace] = wrong_everywhere(&b, count, inplace, NULL)) < 0) {
                     rc = 4;
@@ -516,7 +526,7 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
                 printf(" %10.2f %8.3f %8.3f", ref_us, ref_us > 0 ? (double)size / ref_us / 1e3 * bus_factor(&b) : 0,
                        ref_us > 0 ? us[0] / ref_us : 0);
             if (o->bound) {
-                row_bound(&b, &bnd, size, us[0], &rb);
+                row_bound(&b, &bnd, size, us[0], zero_copy, &rb);
                 if (rb.bound_us > 0)
                     printf("   %-9s %12.0f %10.2f %9.2f %6.3f", rb.path, rb.moved, rb.bound_us, rb.bound_busbw, rb.ratio);
                 else

@@ -784,6 +784,14 @@ weft_status_t weft_coll_algorithm(weft_comm_t *comm, const char *collective, siz
     return WEFT_OK;
 }
 
+weft_status_t weft_comm_zero_copy_calls(weft_comm_t *comm, uint64_t *count)
+{
+    if (!comm || !count)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    *count = weft_reg_zc_calls(comm);
+    return WEFT_OK;
+}
+
 weft_status_t weft_allreduce(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype, weft_redop_t op,
                              weft_comm_t *comm, weft_stream_t *stream)
 {

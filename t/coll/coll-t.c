@@ -203,6 +203,17 @@ static int rank_main(int rank, int nranks, void *arg)
                 }
     if (!c.fails && !sync_ok(&c, weft_barrier(c.comm, c.stream), "barrier"))
         c.fails++;
+    if (!c.fails) {
+        /* with every buffer in a window the mesh bodies ran zero copy, and
+         * the counter benchmarks read says so */
+        uint64_t zc = 0;
+        if (weft_comm_zero_copy_calls(NULL, &zc) != WEFT_ERR_INVALID_ARGUMENT ||
+            weft_comm_zero_copy_calls(c.comm, NULL) != WEFT_ERR_INVALID_ARGUMENT)
+            c.fails += rank_fail("weft_comm_zero_copy_calls accepted a NULL argument");
+        else if (weft_comm_zero_copy_calls(c.comm, &zc) != WEFT_OK || (arg == WINDOWS && zc == 0))
+            c.fails += rank_fail("weft_comm_zero_copy_calls: %llu zero-copy launches after the sweep in windows",
+                                 (unsigned long long)zc);
+    }
     if (wa && (weft_comm_window_deregister(wb) != WEFT_OK || weft_comm_window_deregister(wa) != WEFT_OK))
         c.fails += rank_fail("window deregistration: %s", weft_get_last_error());
     if (da) {
