@@ -81,6 +81,12 @@ static const coll_rule_t rules[] = {
      * test host); otherwise not admitted */
     {GPU, WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, UINT64_MAX, "switch"},
     {ANY, WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, UINT64_MAX, "rsag"},
+    /* GPUs: allgather and reduce-scatter blocks (bytes per rank) up to 16
+     * KiB as one-shot LL16 packets, no barrier; the mesh bodies took ~40 us
+     * at every size to 32 KiB with 8 ranks (H100, 8 processes under MPS).
+     * Crossover: gpu-check bench's packets beside the mesh; larger: the mesh. */
+    {GPU, WEFT_COLL_ALLGATHER, ONE_HOST, 0, 0, 16384, "packet"},
+    {GPU, WEFT_COLL_REDUCE_SCATTER, ONE_HOST, 0, 0, 16384, "packet"},
     /* several hosts: a broadcast crosses log2(n) links down a tree while
      * the message is small (latency), the ring pipeline above (bandwidth) */
     {ANY, WEFT_COLL_BROADCAST, HOSTS, 3, 0, 262144, "tree"},

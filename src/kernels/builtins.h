@@ -46,7 +46,9 @@
     X(coll_allreduce_rsag, weft_coll_allreduce_rsag, weft_coll_args_t, 512)                                        \
     X(coll_allreduce_switch, weft_coll_allreduce_switch, weft_coll_args_t, 512)                                    \
     X(coll_allgather_mesh, weft_coll_allgather_mesh, weft_coll_args_t, 512)                                        \
+    X(coll_allgather_packet, weft_coll_allgather_packet, weft_coll_args_t, 512)                                    \
     X(coll_reduce_scatter_mesh, weft_coll_reduce_scatter_mesh, weft_coll_args_t, 512)                              \
+    X(coll_reduce_scatter_packet, weft_coll_reduce_scatter_packet, weft_coll_args_t, 512)                          \
     X(coll_broadcast_mesh, weft_coll_broadcast_mesh, weft_coll_args_t, 512)                                        \
     X(coll_reduce_mesh, weft_coll_reduce_mesh, weft_coll_args_t, 512)                                              \
     X(coll_alltoall_mesh, weft_coll_alltoall_mesh, weft_coll_args_t, 512)                                          \

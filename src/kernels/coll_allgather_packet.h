@@ -1,0 +1,55 @@
+/* Allgather with LL16 packets (small messages). */
+#ifndef WEFT_KERNELS_COLL_ALLGATHER_PACKET_H
+#define WEFT_KERNELS_COLL_ALLGATHER_PACKET_H
+
+#include "coll_common.h"
+
+/*
+ * One-shot allgather with LL16 packets, for small messages: every rank puts
+ * its block, as packets, into its slot of every peer's packet buffer and
+ * copies it into its own place in the output; then every peer's packets
+ * are unpacked straight into that peer's place in the output (thread t
+ * polls word w of peer q, all pairs at once, so the waits for the peers
+ * overlap). No barrier and no scratch: the flag in each packet says that
+ * its 8 bytes have arrived (coll_allreduce_packet.h has the same shape,
+ * with a reduction after the unpack). A block of any size and alignment:
+ * the last word, or a word of an unaligned output, is stored byte by byte.
+ */
+WEFT_DEVICE void weft_coll_allgather_packet(const weft_kctx_t *k, void *args)
+{
+    weft_coll_args_t *a = (weft_coll_args_t *)args;
+    uint64_t bytes = a->count * weft_dtype_size((weft_dtype_t)a->dtype);
+    uint64_t half_bytes = a->pkt_slot * (uint64_t)a->nranks, words = (bytes + 7) / 8;
+    weft_coll_pkt_call_t pc = weft_coll_packet_call(k, a);
+    const char *pkts = a->pkt + pc.half * half_bytes;
+    char *out = (char *)a->out, *mine = out + (uint64_t)a->rank * bytes;
+    int bad = 0;
+    for (int p = 0; p < a->nranks; p++)
+        if (p != a->rank)
+            weft_ll16_put((weft_ll16_t *)(a->chp[p].dst + pc.half * half_bytes + (uint64_t)a->rank * a->pkt_slot),
+                          a->in, bytes, pc.flag, weft_gtid(k), weft_gnthreads(k));
+    if ((const char *)a->in != mine) /* in place: the block is there already */
+        weft_copy(mine, a->in, bytes, weft_gtid(k), weft_gnthreads(k));
+    {
+        /* pair i is (q, w) = (i / words, i % words), stepped without a
+         * division per pair; our own q is skipped */
+        uint64_t pairs = words * (uint64_t)a->nranks, i = weft_gtid(k), step = weft_gnthreads(k);
+        uint64_t div = words ? words : 1, step_q = step / div, step_w = step % div, q = i / div, w = i % div;
+        for (; i < pairs && !bad; i += step) {
+            if (q != (uint64_t)a->rank)
+                bad = weft_ll16_unpack(out + q * bytes, (weft_ll16_t *)(pkts + q * a->pkt_slot), bytes, pc.flag, w,
+                                       words, a->ctl, (int)q);
+            q += step_q;
+            w += step_w;
+            if (w >= words) {
+                w -= words;
+                q++;
+            }
+        }
+    }
+    if (weft_coll_grid_sync_or(k, a, bad))
+        return;
+    weft_coll_packet_done(k, a, &pc);
+}
+
+#endif
