@@ -735,7 +735,11 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
      * loops): allreduce reads peers' inputs and writes their outputs; the
      * others read peers' inputs (broadcast the root's only). All-to-all
      * reads inputs while their owners write outputs: not where they overlap. */
-    if (c->coll != WEFT_COLL_BARRIER && c->in && (uintptr_t)c->in % weft_dtype_size((weft_dtype_t)c->dtype) == 0 &&
+    /* Packet algorithms move everything through scratch: no lookup, no
+     * registration on first use (their calls are the small ones, where a
+     * lookup's share of the call is largest). */
+    if (!algo->packet && c->coll != WEFT_COLL_BARRIER && c->in &&
+        (uintptr_t)c->in % weft_dtype_size((weft_dtype_t)c->dtype) == 0 &&
         (uintptr_t)c->out % weft_dtype_size((weft_dtype_t)c->dtype) == 0 &&
         !(c->coll == WEFT_COLL_ALLTOALL && (const char *)c->out < (const char *)c->in + total &&
           (const char *)c->in < (const char *)c->out + total)) {

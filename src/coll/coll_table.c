@@ -59,14 +59,15 @@ typedef struct {
 
 static const coll_rule_t rules[] = {
     /* host: LL packets cost an atomic store and a poll per 8 bytes, and
-     * ranks share cores: packets win only while the message is tiny (2
-     * ranks: the one-shot to 512 B, where rsag on registered buffers (the
-     * registration cache takes every size here) is as fast, 1.0 us, and
-     * from 1 KiB faster: 1.0 against 2.0 us, 2 KiB 1.5 against 3.2 (2
-     * cores, medians of 5000 calls); 4 ranks: to ~1 KiB; 8 ranks: the
-     * two-step to ~2 KiB, where the one-shot's n-fold traffic already
-     * loses), then the barrier-synchronised rsag. */
-    {CPU, WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 2, 512, "packet"},
+     * every line of a peer's packets crosses between cores as it is
+     * polled: packets win only while the message is tiny (2 ranks: the
+     * one-shot to 256 B, 0.26-0.33 us against rsag's 0.40-0.42 on
+     * registered buffers (the registration cache takes every size here);
+     * at 512 B 0.47-0.70 against 0.44-0.46 (2 cores, medians of 20000
+     * calls, three runs); 4 ranks: to ~1 KiB; 8 ranks: the two-step to
+     * ~2 KiB, where the one-shot's n-fold traffic already loses), then the
+     * barrier-synchronised rsag. */
+    {CPU, WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 2, 256, "packet"},
     {CPU, WEFT_COLL_ALLREDUCE, ONE_HOST, 3, 4, 1024, "packet"},
     {CPU, WEFT_COLL_ALLREDUCE, ONE_HOST, 5, 0, 2048, "packet2"},
     {CPU, WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, UINT64_MAX, "rsag"},

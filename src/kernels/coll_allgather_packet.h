@@ -19,7 +19,7 @@ WEFT_DEVICE void weft_coll_allgather_packet(const weft_kctx_t *k, void *args)
 {
     weft_coll_args_t *a = (weft_coll_args_t *)args;
     uint64_t bytes = a->count * weft_dtype_size((weft_dtype_t)a->dtype);
-    uint64_t half_bytes = a->pkt_slot * (uint64_t)a->nranks, words = (bytes + 7) / 8;
+    uint64_t half_bytes = a->pkt_slot * (uint64_t)a->nranks;
     weft_coll_pkt_call_t pc = weft_coll_packet_call(k, a);
     const char *pkts = a->pkt + pc.half * half_bytes;
     char *out = (char *)a->out, *mine = out + (uint64_t)a->rank * bytes;
@@ -30,23 +30,7 @@ WEFT_DEVICE void weft_coll_allgather_packet(const weft_kctx_t *k, void *args)
                           a->in, bytes, pc.flag, weft_gtid(k), weft_gnthreads(k));
     if ((const char *)a->in != mine) /* in place: the block is there already */
         weft_copy(mine, a->in, bytes, weft_gtid(k), weft_gnthreads(k));
-    {
-        /* pair i is (q, w) = (i / words, i % words), stepped without a
-         * division per pair; our own q is skipped */
-        uint64_t pairs = words * (uint64_t)a->nranks, i = weft_gtid(k), step = weft_gnthreads(k);
-        uint64_t div = words ? words : 1, step_q = step / div, step_w = step % div, q = i / div, w = i % div;
-        for (; i < pairs && !bad; i += step) {
-            if (q != (uint64_t)a->rank)
-                bad = weft_ll16_unpack(out + q * bytes, (weft_ll16_t *)(pkts + q * a->pkt_slot), bytes, pc.flag, w,
-                                       words, a->ctl, (int)q);
-            q += step_q;
-            w += step_w;
-            if (w >= words) {
-                w -= words;
-                q++;
-            }
-        }
-    }
+    bad = weft_coll_unpack_peers(k, a, out, bytes, pkts, bytes, pc.flag);
     if (weft_coll_grid_sync_or(k, a, bad))
         return;
     weft_coll_packet_done(k, a, &pc);

@@ -20,7 +20,7 @@ WEFT_DEVICE void weft_coll_allreduce_packet(const weft_kctx_t *k, void *args)
     weft_coll_args_t *a = (weft_coll_args_t *)args;
     size_t es = weft_dtype_size((weft_dtype_t)a->dtype);
     uint64_t bytes = a->count * es, half_bytes = a->pkt_slot * (uint64_t)a->nranks;
-    uint64_t words = (bytes + 7) / 8, stride = (bytes + 63) / 64 * 64;
+    uint64_t stride = (bytes + 63) / 64 * 64;
     char *acc = a->scratch + a->scratch_half, *tmp = a->scratch;
     weft_coll_pkt_call_t pc = weft_coll_packet_call(k, a);
     const char *pkts = a->pkt + pc.half * half_bytes;
@@ -33,24 +33,8 @@ WEFT_DEVICE void weft_coll_allreduce_packet(const weft_kctx_t *k, void *args)
     if (a->nranks <= WEFT_COLL_MAX_FAN && stride * (uint64_t)a->nranks <= a->scratch_half &&
         (((uintptr_t)a->in | (uintptr_t)a->out) & (es - 1)) == 0) {
         const char *src[WEFT_COLL_MAX_FAN];
-        uint64_t pairs = words * (uint64_t)a->nranks;
-        int bad = 0;
-        /* peer q's words land at tmp + q * stride (our own slot unused);
-         * pair i is (q, w) = (i / words, i % words), stepped without a
-         * division per pair (a 64-bit one costs tens of instructions) */
-        uint64_t i = weft_gtid(k), step = weft_gnthreads(k), div = words ? words : 1;
-        uint64_t step_q = step / div, step_w = step % div, q = i / div, w = i % div;
-        for (; i < pairs && !bad; i += step) {
-            if (q != (uint64_t)a->rank)
-                bad = weft_ll16_unpack(tmp + q * stride, (weft_ll16_t *)(pkts + q * a->pkt_slot), bytes, pc.flag, w,
-                                       words, a->ctl, (int)q);
-            q += step_q;
-            w += step_w;
-            if (w >= words) {
-                w -= words;
-                q++;
-            }
-        }
+        /* peer q's words land at tmp + q * stride (our own slot unused) */
+        int bad = weft_coll_unpack_peers(k, a, tmp, stride, pkts, bytes, pc.flag);
         if (weft_coll_grid_sync_or(k, a, bad))
             return;
         for (int p = 0; p < a->nranks; p++)

@@ -512,6 +512,34 @@ WEFT_DEVICE void weft_coll_packet_done(const weft_kctx_t *k, const weft_coll_arg
 
 
 /*
+ * Unpacks every peer's LL16 packets in a one-shot body (@p bytes each, peer
+ * q's in pkts + q * pkt_slot) to dst + q * stride, our own q skipped. The
+ * pairs (peer q, word w) are spread over the whole grid, so the waits for
+ * the peers overlap. 1 if a wait gave up.
+ */
+WEFT_DEVICE int weft_coll_unpack_peers(const weft_kctx_t *k, const weft_coll_args_t *a, char *dst, uint64_t stride,
+                                       const char *pkts, uint64_t bytes, uint32_t flag)
+{
+    uint64_t words = (bytes + 7) / 8, pairs = words * (uint64_t)a->nranks, i = weft_gtid(k), step = weft_gnthreads(k);
+    /* pair i is (q, w) = (i / words, i % words), stepped without a
+     * division per pair (a 64-bit one costs tens of instructions) */
+    uint64_t div = words ? words : 1, step_q = step / div, step_w = step % div, q = i / div, w = i % div;
+    int bad = 0;
+    for (; i < pairs && !bad; i += step) {
+        if (q != (uint64_t)a->rank)
+            bad = weft_ll16_unpack(dst + q * stride, (weft_ll16_t *)(pkts + q * a->pkt_slot), bytes, flag, w, words,
+                                   a->ctl, (int)q);
+        q += step_q;
+        w += step_w;
+        if (w >= words) {
+            w -= words;
+            q++;
+        }
+    }
+    return bad;
+}
+
+/*
  * Zero-copy agreement. Each team publishes, in its row of its own packet
  * buffer, whether this rank's input and output are registered (row + 1 in
  * the low 16 bits and the row's generation above them; 0: not) and at

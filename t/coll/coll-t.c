@@ -167,7 +167,7 @@ static int rank_main(int rank, int nranks, void *arg)
         /* the host platform's selection table (src/coll/coll_table.c) */
         const char *small = "?", *mid = "?";
         const char *want_small = nranks <= 4 ? "packet" : "packet2";
-        size_t small_bytes = nranks <= 2 ? 512 : 1024;
+        size_t small_bytes = nranks <= 2 ? 256 : 1024;
         weft_coll_algorithm(c.comm, "allreduce", small_bytes, &small);
         weft_coll_algorithm(c.comm, "allreduce", 4096, &mid);
         if (strcmp(small, want_small) != 0 || strcmp(mid, "rsag") != 0)

@@ -56,8 +56,8 @@ int main(void)
 
     /* the CPU platform (the host backend reports no WEFT_CAP_GPU, even with multicast) */
     uint64_t cpu = WEFT_CAP_IPC | WEFT_CAP_MULTICAST, gpu = WEFT_CAP_IPC | WEFT_CAP_GPU;
-    is_string("packet", pick(cpu, WEFT_COLL_ALLREDUCE, 2, 1, 512, 0), "cpu, 2 ranks, 512 B: the one-shot");
-    is_string("rsag", pick(cpu, WEFT_COLL_ALLREDUCE, 2, 1, 1024, 0), "cpu, 2 ranks, 1 KiB: rsag");
+    is_string("packet", pick(cpu, WEFT_COLL_ALLREDUCE, 2, 1, 256, 0), "cpu, 2 ranks, 256 B: the one-shot");
+    is_string("rsag", pick(cpu, WEFT_COLL_ALLREDUCE, 2, 1, 512, 0), "cpu, 2 ranks, 512 B: rsag");
     is_string("packet", pick(cpu, WEFT_COLL_ALLREDUCE, 4, 1, 1024, 0), "cpu, 4 ranks, 1 KiB: the one-shot");
     is_string("rsag", pick(cpu, WEFT_COLL_ALLREDUCE, 4, 1, 4096, 0), "cpu, 4 ranks, 4 KiB: rsag");
     is_string("packet2", pick(cpu, WEFT_COLL_ALLREDUCE, 8, 1, 2048, 0), "cpu, 8 ranks, 2 KiB: the two-step");
