@@ -77,14 +77,30 @@ static double allreduce_bytes(const char *algo, int zc, double n, double s, cons
 }
 
 /*
+ * Allgather and reduce-scatter by one-shot LL16 packets (S/n a block):
+ * each rank writes n - 1 blocks as packets (twice the payload) into its
+ * peers and reads the n - 1 blocks its peers wrote, 4(n-1)S/n; besides,
+ * the allgather reads its block (S/n) and writes the output (S), the
+ * reduce-scatter reads its input (S) and writes its block (S/n): both
+ * S + S/n + 4(n-1)S/n.
+ */
+static double packet_block_bytes(double n, double s, const char **path)
+{
+    *path = "packet";
+    return s + s / n + 4 * (n - 1) * s / n;
+}
+
+/*
  * Allgather (S/n per rank in, S out).
  * - zero-copy: every rank writes its output (S); every input block is read
  *   (by all n ranks, from memory once: S/n a rank): S + S/n.
  * - staged: its own block copied into scratch first (read S/n, write S/n),
  *   the scratches read instead of the inputs: S + 3S/n.
  */
-static double allgather_bytes(int zc, double n, double s, const char **path)
+static double allgather_bytes(const char *algo, int zc, double n, double s, const char **path)
 {
+    if (strcmp(algo, "packet") == 0)
+        return packet_block_bytes(n, s, path);
     *path = zc ? "zero-copy" : "staged";
     return zc ? s + s / n : s + 3 * s / n;
 }
@@ -97,8 +113,10 @@ static double allgather_bytes(int zc, double n, double s, const char **path)
  *   every rank's scratch (read S, write S/n into scratch); copy that out
  *   (read S/n, write S/n): 3S + 3S/n.
  */
-static double reduce_scatter_bytes(int zc, double n, double s, const char **path)
+static double reduce_scatter_bytes(const char *algo, int zc, double n, double s, const char **path)
 {
+    if (strcmp(algo, "packet") == 0)
+        return packet_block_bytes(n, s, path);
     *path = zc ? "zero-copy" : "staged";
     return zc ? s + s / n : 3 * s + 3 * s / n;
 }
@@ -172,8 +190,8 @@ double perf_bytes_per_rank(perf_coll_t coll, const char *algo, int zero_copy, in
     } else {
         switch (coll) {
         case PERF_ALLREDUCE: bytes = allreduce_bytes(algo, zero_copy, n, s, &p); break;
-        case PERF_ALLGATHER: bytes = allgather_bytes(zero_copy, n, s, &p); break;
-        case PERF_REDUCE_SCATTER: bytes = reduce_scatter_bytes(zero_copy, n, s, &p); break;
+        case PERF_ALLGATHER: bytes = allgather_bytes(algo, zero_copy, n, s, &p); break;
+        case PERF_REDUCE_SCATTER: bytes = reduce_scatter_bytes(algo, zero_copy, n, s, &p); break;
         case PERF_BROADCAST: bytes = broadcast_bytes(zero_copy, n, s, &p); break;
         case PERF_REDUCE: bytes = reduce_bytes(zero_copy, n, s, &p); break;
         case PERF_ALLTOALL: bytes = alltoall_bytes(zero_copy, n, s, &p); break;

@@ -82,6 +82,15 @@ static const coll_rule_t rules[] = {
      * test host); otherwise not admitted */
     {GPU, WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, UINT64_MAX, "switch"},
     {ANY, WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, UINT64_MAX, "rsag"},
+    /* host: allgather and reduce-scatter blocks (bytes per rank) as
+     * one-shot packets while tiny, no barrier: the mesh's barrier is most
+     * of its time there (2 ranks: allgather 0.21-0.25 us against 0.38-0.39
+     * to 64 B a rank, slower from 256; reduce-scatter 0.26-0.33 against
+     * 0.36-0.40 to 256 B a rank, 1.1 against 0.47 at 1 KiB; 4 and 8 ranks,
+     * oversubscribed on 2 cores, win by about as much to the same sizes
+     * and lose from 4x them) */
+    {CPU, WEFT_COLL_ALLGATHER, ONE_HOST, 0, 0, 64, "packet"},
+    {CPU, WEFT_COLL_REDUCE_SCATTER, ONE_HOST, 0, 0, 256, "packet"},
     /* GPUs: allgather and reduce-scatter blocks (bytes per rank) up to 16
      * KiB as one-shot LL16 packets, no barrier; the mesh bodies took ~40 us
      * at every size to 32 KiB with 8 ranks (H100, 8 processes under MPS).

@@ -33,7 +33,7 @@ int main(void)
     weft_gpu_launch_t l;
     char args[8];
 
-    plan(15);
+    plan(19);
     for (int id = 0; id < WEFT_KERNEL_COUNT; id++) {
         const weft_builtin_kernel_t *k = weft_kernel_get((weft_kernel_id_t)id);
         if (!k->name || !k->host_fn || weft_kernel_find(k->name) != id) {
@@ -62,6 +62,12 @@ int main(void)
     is_string("rsag", pick(cpu, WEFT_COLL_ALLREDUCE, 4, 1, 4096, 0), "cpu, 4 ranks, 4 KiB: rsag");
     is_string("packet2", pick(cpu, WEFT_COLL_ALLREDUCE, 8, 1, 2048, 0), "cpu, 8 ranks, 2 KiB: the two-step");
     is_string("rsag", pick(cpu, WEFT_COLL_ALLREDUCE, 4, 1, 1 << 20, 0), "cpu, 1 MiB: rsag, never the switch");
+    is_string("packet", pick(cpu, WEFT_COLL_ALLGATHER, 8, 1, 64, 0), "cpu, allgather of 64 B a rank: packets");
+    is_string("(none)", pick(cpu, WEFT_COLL_ALLGATHER, 8, 1, 128, 0),
+              "cpu, allgather of 128 B a rank: no rule (the mesh, first of the algorithms)");
+    is_string("packet", pick(cpu, WEFT_COLL_REDUCE_SCATTER, 2, 1, 256, 0), "cpu, reduce-scatter of 256 B a rank: packets");
+    is_string("(none)", pick(cpu, WEFT_COLL_REDUCE_SCATTER, 2, 1, 512, 0),
+              "cpu, reduce-scatter of 512 B a rank: no rule (the mesh)");
     /* the GPU platform */
     is_string("packet2", pick(gpu, WEFT_COLL_ALLREDUCE, 4, 1, 32768, 0), "gpu, 4 ranks, 32 KiB: the two-step");
     is_string("switch", pick(gpu, WEFT_COLL_ALLREDUCE, 4, 1, 1 << 20, 0),
