@@ -122,6 +122,19 @@ static double reduce_scatter_bytes(const char *algo, int zc, double n, double s,
 }
 
 /*
+ * Broadcast and reduce by one-shot LL16 packets (S): the packets, twice
+ * the payload, written by one side and read by the other for each of the
+ * n - 1 peers, 4(n-1)S; the root's input read and output written (2S); the
+ * peers' outputs written (broadcast) or inputs read (reduce), (n-1)S. The
+ * mean over the ranks: (2 + 5(n-1)) S / n.
+ */
+static double packet_root_bytes(double n, double s, const char **path)
+{
+    *path = "packet";
+    return (2 + 5 * (n - 1)) * s / n;
+}
+
+/*
  * Broadcast (S).
  * - zero-copy (the root's input in a window): every rank, the root too
  *   out of place, writes its output (nS in all) from the root's input,
@@ -130,8 +143,10 @@ static double reduce_scatter_bytes(const char *algo, int zc, double n, double s,
  *   rank writes its output (nS) from the scratch or the input (read S once
  *   more): the mean S (n + 3) / n.
  */
-static double broadcast_bytes(int zc, double n, double s, const char **path)
+static double broadcast_bytes(const char *algo, int zc, double n, double s, const char **path)
 {
+    if (strcmp(algo, "packet") == 0)
+        return packet_root_bytes(n, s, path);
     *path = zc ? "zero-copy" : "staged";
     return zc ? s * (n + 1) / n : s * (n + 3) / n;
 }
@@ -144,8 +159,10 @@ static double broadcast_bytes(int zc, double n, double s, const char **path)
  *   are reduced from every scratch (nS read, S written); the root copies
  *   the result out (2S): the mean 3S + 3S/n.
  */
-static double reduce_bytes(int zc, double n, double s, const char **path)
+static double reduce_bytes(const char *algo, int zc, double n, double s, const char **path)
 {
+    if (strcmp(algo, "packet") == 0)
+        return packet_root_bytes(n, s, path);
     *path = zc ? "zero-copy" : "staged";
     return zc ? s * (n + 1) / n : 3 * s + 3 * s / n;
 }
@@ -192,8 +209,8 @@ double perf_bytes_per_rank(perf_coll_t coll, const char *algo, int zero_copy, in
         case PERF_ALLREDUCE: bytes = allreduce_bytes(algo, zero_copy, n, s, &p); break;
         case PERF_ALLGATHER: bytes = allgather_bytes(algo, zero_copy, n, s, &p); break;
         case PERF_REDUCE_SCATTER: bytes = reduce_scatter_bytes(algo, zero_copy, n, s, &p); break;
-        case PERF_BROADCAST: bytes = broadcast_bytes(zero_copy, n, s, &p); break;
-        case PERF_REDUCE: bytes = reduce_bytes(zero_copy, n, s, &p); break;
+        case PERF_BROADCAST: bytes = broadcast_bytes(algo, zero_copy, n, s, &p); break;
+        case PERF_REDUCE: bytes = reduce_bytes(algo, zero_copy, n, s, &p); break;
         case PERF_ALLTOALL: bytes = alltoall_bytes(zero_copy, n, s, &p); break;
         case PERF_SENDRECV: bytes = sendrecv_bytes(s, &p); break;
         case PERF_BARRIER: p = "none"; break; /* no data: only the launch floor applies */

@@ -71,12 +71,16 @@ static const weft_algo_t algos[] = {
      "each block's partial passed round a ring of port channels (ranks on several hosts)", 0, 0, 0},
     {WEFT_COLL_BROADCAST, "mesh", 0, WEFT_CAP_IPC, WEFT_KERNEL_coll_broadcast_mesh, NULL,
      "every rank reads the root's scratch", 1, 1, 0},
+    {WEFT_COLL_BROADCAST, "packet", 1, WEFT_CAP_IPC, WEFT_KERNEL_coll_broadcast_packet, NULL,
+     "one-shot: the root's buffer as LL16 packets to every peer, no barrier (small messages)", 1, 0, 0},
     {WEFT_COLL_BROADCAST, "ring", 0, 0, WEFT_KERNEL_coll_broadcast_ring, NULL,
      "pipelined along a ring of port channels from the root (ranks on several hosts)", 0, 0, 0},
     {WEFT_COLL_BROADCAST, "tree", 0, 0, WEFT_KERNEL_COUNT, run_tree_broadcast,
      "binomial tree over point-to-point links, chunks forwarded on arrival (ranks on several hosts)", 0, 0, 0},
     {WEFT_COLL_REDUCE, "mesh", 0, WEFT_CAP_IPC, WEFT_KERNEL_coll_reduce_mesh, NULL,
      "the root reads and reduces every rank's scratch", 1, 1, 0},
+    {WEFT_COLL_REDUCE, "packet", 1, WEFT_CAP_IPC, WEFT_KERNEL_coll_reduce_packet, NULL,
+     "one-shot: every input as LL16 packets to the root, reduced there, no barrier (small messages)", 1, 0, 0},
     {WEFT_COLL_REDUCE, "ring", 0, 0, WEFT_KERNEL_coll_reduce_ring, NULL,
      "pipelined chain of partial reductions ending at the root (ranks on several hosts)", 0, 0, 0},
     {WEFT_COLL_ALLTOALL, "mesh", 0, WEFT_CAP_IPC, WEFT_KERNEL_coll_alltoall_mesh, NULL,
@@ -209,7 +213,7 @@ static const weft_algo_t *select_algo(weft_comm_t *comm, weft_coll_t c, uint64_t
 
 struct weft_coll_ctx {
     char *scratch, *pkt;
-    size_t scratch_bytes, pkt_bytes, pkt_slot;
+    size_t scratch_bytes, pkt_bytes, pkt_slot, calls_off;
     weft_mem_t *scratch_mem, *pkt_mem;
     weft_mem_t **rscratch, **rpkt;
     weft_connection_t **conn;
@@ -222,7 +226,7 @@ struct weft_coll_ctx {
     int team_forced;                     /* WEFT_COLL_BLOCKS: that many, whatever the size */
     size_t bsync_off;                    /* their sync area in the packet buffer */
     size_t winfo_off;                    /* the per-block window rows (weft_coll_zc_publish) */
-    weft_gpu_alloc_t calls;              /* per block: LL-packet calls made (weft_coll_packet_call) */
+    weft_gpu_alloc_t calls;              /* without a packet buffer: the packet calls' counters (a.calls) */
     int mesh;                            /* the memory channels above exist */
     struct weft_coll_ring *ring;         /* set up by the first ring algorithm */
     weft_switch_channel_t *sc;           /* set up by the first switch algorithm */
@@ -481,6 +485,10 @@ static weft_status_t coll_setup(weft_comm_t *comm)
     /* then a row of 4 words per block for the zero-copy agreement */
     x->winfo_off = x->pkt_bytes;
     x->pkt_bytes += (size_t)WEFT_COLL_MAX_TEAMS * 4 * sizeof(uint64_t);
+    /* then the packet calls' counters, 2 words per block, where peers
+     * read them (coll_common.h, weft_coll_packet_room) */
+    x->calls_off = x->pkt_bytes;
+    x->pkt_bytes += (size_t)WEFT_COLL_MAX_TEAMS * 2 * sizeof(uint64_t);
     x->rscratch = calloc((size_t)n, sizeof(*x->rscratch));
     x->rpkt = calloc((size_t)n, sizeof(*x->rpkt));
     x->conn = calloc((size_t)n, sizeof(*x->conn));
@@ -519,7 +527,7 @@ static weft_status_t coll_setup(weft_comm_t *comm)
         goto err;
 shape:
     if ((status = comm->gpu->mem_alloc(comm->gctx, 64, WEFT_GPU_MEM_SYNC, &x->gbar)) != WEFT_OK ||
-        (status = comm->gpu->mem_alloc(comm->gctx, WEFT_COLL_MAX_TEAMS * sizeof(uint64_t), 0, &x->calls)) != WEFT_OK)
+        (status = comm->gpu->mem_alloc(comm->gctx, WEFT_COLL_MAX_TEAMS * 2 * sizeof(uint64_t), 0, &x->calls)) != WEFT_OK)
         goto err;
     /* Launch shape. Host: a block is one CPU thread, and ranks already
      * share the cores: one. GPU: one block of 512 threads for the bodies
@@ -727,7 +735,12 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
     a.chp = a.ch + comm->nranks;
     a.ctl = comm->ctl_dev;
     a.gbar = (uint64_t *)comm->coll->gbar.ptr;
-    a.calls = (uint64_t *)comm->coll->calls.ptr;
+    /* the packet calls' counters: in the packet buffer, where peers read
+     * them; without one (ranks on several hosts: no packet algorithms),
+     * device memory of their own */
+    a.calls = comm->coll->pkt ? (uint64_t *)(comm->coll->pkt + comm->coll->calls_off)
+                              : (uint64_t *)comm->coll->calls.ptr;
+    a.calls_off = comm->coll->calls_off;
     a.sc = (const weft_switch_channel_dev_t *)comm->coll->sc_handle.ptr;
     a.winfo_off = comm->coll->winfo_off;
     a.in_win = a.out_win = -1;

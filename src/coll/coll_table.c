@@ -91,6 +91,15 @@ static const coll_rule_t rules[] = {
      * and lose from 4x them) */
     {CPU, WEFT_COLL_ALLGATHER, ONE_HOST, 0, 0, 64, "packet"},
     {CPU, WEFT_COLL_REDUCE_SCATTER, ONE_HOST, 0, 0, 256, "packet"},
+    /* host: broadcast and reduce as one-shot packets while small, no
+     * barrier (2 ranks: broadcast 0.25-0.32 us against the mesh's
+     * 0.40-0.52 to 512 B, 0.60 against 0.52 at 2 KiB; reduce 0.26-0.34
+     * against 0.46-0.53 to 128 B, 0.71 against 0.51 at 512 B; 4 ranks on 2
+     * cores: broadcast 3.4-3.8 against 8.3-10 us to 512 B, reduce 3.0-3.2
+     * against 7.6-8.5 to 512 B, both lose from 8 KiB) */
+    {CPU, WEFT_COLL_BROADCAST, ONE_HOST, 0, 0, 1024, "packet"},
+    {CPU, WEFT_COLL_REDUCE, ONE_HOST, 0, 2, 256, "packet"},
+    {CPU, WEFT_COLL_REDUCE, ONE_HOST, 3, 0, 1024, "packet"},
     /* GPUs: allgather and reduce-scatter blocks (bytes per rank) up to 16
      * KiB as one-shot LL16 packets, no barrier; the mesh bodies took ~40 us
      * at every size to 32 KiB with 8 ranks (H100, 8 processes under MPS).

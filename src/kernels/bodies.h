@@ -11,6 +11,8 @@
 #include "coll_allgather_packet.h"
 #include "coll_reduce_scatter.h"
 #include "coll_reduce_scatter_packet.h"
+#include "coll_broadcast_packet.h"
+#include "coll_reduce_packet.h"
 #include "coll_broadcast.h"
 #include "coll_reduce.h"
 #include "coll_alltoall.h"

@@ -50,7 +50,9 @@
     X(coll_reduce_scatter_mesh, weft_coll_reduce_scatter_mesh, weft_coll_args_t, 512)                              \
     X(coll_reduce_scatter_packet, weft_coll_reduce_scatter_packet, weft_coll_args_t, 512)                          \
     X(coll_broadcast_mesh, weft_coll_broadcast_mesh, weft_coll_args_t, 512)                                        \
+    X(coll_broadcast_packet, weft_coll_broadcast_packet, weft_coll_args_t, 512)                                    \
     X(coll_reduce_mesh, weft_coll_reduce_mesh, weft_coll_args_t, 512)                                              \
+    X(coll_reduce_packet, weft_coll_reduce_packet, weft_coll_args_t, 512)                                          \
     X(coll_alltoall_mesh, weft_coll_alltoall_mesh, weft_coll_args_t, 512)                                          \
     X(coll_barrier, weft_coll_barrier_kernel, weft_coll_args_t, 0)                                                 \
     X(coll_allreduce_ring, weft_coll_allreduce_ring, weft_coll_args_t, 512)                                        \

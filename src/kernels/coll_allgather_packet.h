@@ -19,19 +19,15 @@ WEFT_DEVICE void weft_coll_allgather_packet(const weft_kctx_t *k, void *args)
 {
     weft_coll_args_t *a = (weft_coll_args_t *)args;
     uint64_t bytes = a->count * weft_dtype_size((weft_dtype_t)a->dtype);
-    uint64_t half_bytes = a->pkt_slot * (uint64_t)a->nranks;
     weft_coll_pkt_call_t pc = weft_coll_packet_call(k, a);
-    const char *pkts = a->pkt + pc.half * half_bytes;
+    const char *pkts = a->pkt + pc.half * a->pkt_slot * (uint64_t)a->nranks;
     char *out = (char *)a->out, *mine = out + (uint64_t)a->rank * bytes;
-    int bad = 0;
     for (int p = 0; p < a->nranks; p++)
-        if (p != a->rank)
-            weft_ll16_put((weft_ll16_t *)(a->chp[p].dst + pc.half * half_bytes + (uint64_t)a->rank * a->pkt_slot),
-                          a->in, bytes, pc.flag, weft_gtid(k), weft_gnthreads(k));
+        if (p != a->rank && weft_coll_packet_put(k, a, &pc, p, a->in, bytes))
+            return;
     if ((const char *)a->in != mine) /* in place: the block is there already */
         weft_copy(mine, a->in, bytes, weft_gtid(k), weft_gnthreads(k));
-    bad = weft_coll_unpack_peers(k, a, out, bytes, pkts, bytes, pc.flag);
-    if (weft_coll_grid_sync_or(k, a, bad))
+    if (weft_coll_grid_sync_or(k, a, weft_coll_unpack_peers(k, a, out, bytes, pkts, bytes, pc.flag)))
         return;
     weft_coll_packet_done(k, a, &pc);
 }

@@ -31,9 +31,8 @@ WEFT_DEVICE void weft_coll_allreduce_packet2(const weft_kctx_t *k, void *args)
     char *own = a->pkt + pc.half * half_bytes; /* our packet buffer, this call's half */
     for (int p = 0; p < a->nranks; p++) {
         uint64_t plo = weft_coll_block_lo(a, p), pn = weft_coll_block_lo(a, p + 1) - plo;
-        if (p != a->rank)
-            weft_ll16_put((weft_ll16_t *)(a->chp[p].dst + pc.half * half_bytes + (uint64_t)a->rank * a->pkt_slot),
-                          a->in + plo * es, pn * es, pc.flag, weft_gtid(k), weft_gnthreads(k));
+        if (p != a->rank && weft_coll_packet_put(k, a, &pc, p, a->in + plo * es, pn * es))
+            return;
     }
     weft_coll_copy(k, a, acc, a->in + lo * es, mine * es);
     for (int p = 0; p < a->nranks; p++) {

@@ -64,7 +64,8 @@ typedef struct {
     uint64_t count;   /* elements: per rank (allgather, alltoall block), total otherwise */
     uint32_t dtype, op;
     int32_t rank, nranks, root;
-    uint64_t *calls;  /* [block]: LL-packet calls made (device memory; weft_coll_packet_call) */
+    uint64_t *calls;  /* [2 * block]: LL-packet calls made, [2 * block + 1]: the call that must make room
+                         (weft_coll_packet_call); in the packet buffer, at calls_off */
     char *scratch;    /* this rank's scratch: IN at 0, OUT at scratch_half */
     char *pkt;        /* this rank's packet buffer */
     uint64_t scratch_half;
@@ -93,6 +94,7 @@ typedef struct {
     uint64_t in_off, out_off; /* their offsets in those rows' buffers */
     uint64_t winfo_off;       /* per-block rows of 4 words in every rank's packet buffer (weft_coll_zc_agree) */
     uint64_t in_gen, out_gen; /* the rows' generations (0: windows) */
+    uint64_t calls_off;       /* byte offset of calls in every rank's packet buffer (weft_coll_packet_room) */
 } weft_coll_args_t;
 
 /* Most windows a communicator has registered at once: rows [0, 32) of the
@@ -486,19 +488,46 @@ WEFT_DEVICE uint64_t weft_coll_chunk(const weft_kctx_t *k, weft_coll_args_t *a, 
  * packets with a new flag and alternates buffer halves. Every block of
  * every rank counts the same calls (packet launches all have the
  * communicator's block count). The flag is never 0.
+ *
+ * Room. Call c writes into the half that call c - 2 used, so before its
+ * packets land in peer p's buffer, p must have finished call c - 2. A body
+ * that waited, in call c - 1, for packets p wrote in c - 1 knows that (p
+ * wrote them after it finished c - 2: its stream runs calls in order).
+ * One that did not (a broadcast's root, a reduce's senders, a broadcast's
+ * receivers towards the other receivers) may run ahead: it marks the next
+ * call (weft_coll_packet_done_loose), which then waits, per peer it
+ * writes to, until the peer's counter (in its packet buffer, read here
+ * through the channel) shows call c - 2 finished (weft_coll_packet_room).
+ * A counter is advanced after a grid barrier that follows every read of
+ * the packet buffer; those reads decided their waits' exits before it, so
+ * they are complete when a peer sees the counter move.
  */
 typedef struct {
     uint64_t call, half;
     uint32_t flag;
+    int check_room; /* the call before did not wait for every peer */
 } weft_coll_pkt_call_t;
 
 WEFT_DEVICE weft_coll_pkt_call_t weft_coll_packet_call(const weft_kctx_t *k, const weft_coll_args_t *a)
 {
     weft_coll_pkt_call_t c;
-    c.call = weft_load_relaxed_u64(&a->calls[k->block]);
+    c.call = weft_load_relaxed_u64(&a->calls[2 * (uint64_t)k->block]);
+    c.check_room = c.call >= 2 && weft_load_relaxed_u64(&a->calls[2 * (uint64_t)k->block + 1]) == c.call;
     c.flag = (uint32_t)(c.call % 0xffffffffull) + 1;
     c.half = c.call & 1;
     return c;
+}
+
+/* Before this call's first packet to peer @p p: where the call before
+ * did not wait for every peer, until p has finished call - 2. 1 if the
+ * wait gave up. */
+WEFT_DEVICE int weft_coll_packet_room(const weft_kctx_t *k, const weft_coll_args_t *a, const weft_coll_pkt_call_t *c,
+                                      int p)
+{
+    if (!c->check_room)
+        return 0;
+    return weft_wait_geq_u64(a->ctl, (uint64_t *)(a->chp[p].dst + a->calls_off) + 2 * (uint64_t)k->block, c->call - 1,
+                             p, WEFT_DEV_OP_PACKET_WAIT);
 }
 
 /* At the end of a packet body: every thread of the block read the counter
@@ -507,9 +536,31 @@ WEFT_DEVICE weft_coll_pkt_call_t weft_coll_packet_call(const weft_kctx_t *k, con
 WEFT_DEVICE void weft_coll_packet_done(const weft_kctx_t *k, const weft_coll_args_t *a, const weft_coll_pkt_call_t *c)
 {
     if (k->thread == 0)
-        weft_store_relaxed_u64(&a->calls[k->block], c->call + 1);
+        weft_store_relaxed_u64(&a->calls[2 * (uint64_t)k->block], c->call + 1);
 }
 
+/* The same for a body that did not wait for every peer: the next call
+ * makes room first. */
+WEFT_DEVICE void weft_coll_packet_done_loose(const weft_kctx_t *k, const weft_coll_args_t *a,
+                                            const weft_coll_pkt_call_t *c)
+{
+    if (k->thread == 0)
+        weft_store_relaxed_u64(&a->calls[2 * (uint64_t)k->block + 1], c->call + 1);
+    weft_coll_packet_done(k, a, c);
+}
+
+/* Puts @p bytes of src as LL16 packets into our slot of peer p's packet
+ * buffer, this call's half, once there is room. 1 if the wait gave up. */
+WEFT_DEVICE int weft_coll_packet_put(const weft_kctx_t *k, const weft_coll_args_t *a, const weft_coll_pkt_call_t *c,
+                                     int p, const void *src, uint64_t bytes)
+{
+    uint64_t half_bytes = a->pkt_slot * (uint64_t)a->nranks;
+    if (weft_coll_packet_room(k, a, c, p))
+        return 1;
+    weft_ll16_put((weft_ll16_t *)(a->chp[p].dst + c->half * half_bytes + (uint64_t)a->rank * a->pkt_slot), src, bytes,
+                  c->flag, weft_gtid(k), weft_gnthreads(k));
+    return 0;
+}
 
 /*
  * Unpacks every peer's LL16 packets in a one-shot body (@p bytes each, peer
@@ -537,6 +588,52 @@ WEFT_DEVICE int weft_coll_unpack_peers(const weft_kctx_t *k, const weft_coll_arg
         }
     }
     return bad;
+}
+
+/*
+ * The reduction of a one-shot packet body: @p own (this rank's part, @p
+ * bytes) and the n - 1 peers' packets of this call (pkts + q * pkt_slot)
+ * reduced over the ranks in rank order into dst (the order makes every
+ * rank's result the same as the other algorithms'). The peers' packets
+ * are unpacked at once (weft_coll_unpack_peers) into scratch, then, after
+ * one team barrier, reduced in one pass. More ranks than one pass reads,
+ * more than scratch holds, or buffers not aligned to the element size:
+ * peer by peer into an accumulator. 1 if a wait gave up (the body
+ * returns: its communicator has failed).
+ */
+WEFT_DEVICE int weft_coll_packet_reduce(const weft_kctx_t *k, weft_coll_args_t *a, char *dst, const char *own,
+                                        const char *pkts, uint64_t bytes, uint32_t flag)
+{
+    size_t es = weft_dtype_size((weft_dtype_t)a->dtype);
+    uint64_t stride = (bytes + 63) / 64 * 64, n = bytes / es;
+    char *acc = a->scratch + a->scratch_half, *tmp = a->scratch;
+    if (a->nranks <= WEFT_COLL_MAX_FAN && stride * (uint64_t)a->nranks <= a->scratch_half &&
+        (((uintptr_t)own | (uintptr_t)dst) & (es - 1)) == 0) {
+        const char *src[WEFT_COLL_MAX_FAN];
+        /* peer q's words land at tmp + q * stride (our own slot unused) */
+        if (weft_coll_grid_sync_or(k, a, weft_coll_unpack_peers(k, a, tmp, stride, pkts, bytes, flag)))
+            return 1;
+        for (int p = 0; p < a->nranks; p++)
+            src[p] = p == a->rank ? own : tmp + (uint64_t)p * stride;
+        weft_coll_reduce_from(k, a, dst, src, n);
+        return 0;
+    }
+    weft_coll_copy(k, a, acc, own, bytes);
+    for (int p = 0; p < a->nranks; p++) {
+        if (p == a->rank)
+            continue;
+        weft_coll_grid_sync(k, a);
+        if (weft_ll16_unpack(tmp, (weft_ll16_t *)(pkts + (uint64_t)p * a->pkt_slot), bytes, flag, weft_gtid(k),
+                             weft_gnthreads(k), a->ctl, p))
+            return 1;
+        weft_coll_grid_sync(k, a);
+        weft_coll_reduce(k, a, acc, tmp, n);
+    }
+    weft_coll_grid_sync(k, a);
+    weft_coll_finish_avg(k, a, acc, n);
+    weft_coll_grid_sync(k, a);
+    weft_coll_copy(k, a, dst, acc, bytes);
+    return 0;
 }
 
 /*

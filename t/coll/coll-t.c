@@ -233,7 +233,7 @@ int main(void)
     /* small scratch and packet limits: many chunks, both allreduce algorithms */
     setenv("WEFT_COLL_SCRATCH_BYTES", "65536", 1);
     setenv("WEFT_COLL_PACKET_MAX_BYTES", "2048", 1);
-    plan(20);
+    plan(22);
     for (size_t i = 0; i < sizeof(nr) / sizeof(nr[0]); i++)
         ok(run_ranks(nr[i], 300000, rank_main, nr[i] == 8 ? (void *)1 : NULL, NULL),
            "%d ranks: allreduce, reduce-scatter, allgather, broadcast, reduce, alltoall x 12 types x 5 ops, "
@@ -286,6 +286,13 @@ int main(void)
     ok(run_ranks(3, 300000, rank_main, (void *)1, NULL),
        "3 ranks with 3 blocks, allgather and reduce-scatter by one-shot LL packets: the same sweep");
     setenv("WEFT_COLL_BLOCKS", "1", 1);
+    /* the one-shot packet broadcast and reduce (every root; the reduce's
+     * unaligned buffers take the peer-by-peer accumulator) */
+    setenv("WEFT_ALGO", "broadcast:packet,reduce:packet", 1);
+    ok(run_ranks(3, 300000, rank_main, (void *)1, NULL),
+       "3 ranks, broadcast and reduce by one-shot LL packets: the same sweep");
+    ok(run_ranks(8, 300000, rank_main, (void *)1, NULL),
+       "8 ranks, broadcast and reduce by one-shot LL packets: the same sweep");
     /* the tree broadcast (links, chunks forwarded on arrival): 5 ranks
      * (an incomplete tree) and 8, every root */
     setenv("WEFT_ALGO", "broadcast:tree", 1);

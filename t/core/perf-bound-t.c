@@ -55,7 +55,7 @@ int main(void)
     char cmd[1024], js[64];
     const char *path = NULL;
     const double S = 1 << 20, M = 1 << 20;
-    plan(26);
+    plan(27);
 
     /* the formulas, per collective and path (README, Performance) */
     ok(near(perf_bytes_per_rank(PERF_ALLREDUCE, "rsag", 1, 2, M, &path), 2 * S) && strcmp(path, "zero-copy") == 0,
@@ -75,6 +75,9 @@ int main(void)
     ok(near(perf_bytes_per_rank(PERF_ALLGATHER, "packet", 1, 4, M, &path), (1.25 + 3) * S) && strcmp(path, "packet") == 0 &&
            near(perf_bytes_per_rank(PERF_REDUCE_SCATTER, "packet", 0, 4, M, NULL), (1.25 + 3) * S),
        "allgather and reduce-scatter by packets: S + S/n + 4(n-1)S/n, windows or not");
+    ok(near(perf_bytes_per_rank(PERF_BROADCAST, "packet", 1, 4, M, &path), 17.0 / 4 * S) && strcmp(path, "packet") == 0 &&
+           near(perf_bytes_per_rank(PERF_REDUCE, "packet", 0, 4, M, NULL), 17.0 / 4 * S),
+       "broadcast and reduce by packets: the mean (2 + 5(n-1)) S / n");
     ok(near(perf_bytes_per_rank(PERF_BROADCAST, "mesh", 1, 4, M, NULL), 1.25 * S) &&
            near(perf_bytes_per_rank(PERF_BROADCAST, "mesh", 0, 4, M, NULL), 1.75 * S),
        "broadcast: S(n+1)/n zero-copy, S(n+3)/n staged (the mean over ranks, the root's input read once)");

@@ -1,0 +1,134 @@
+/*
+ * Packet collectives queued back to back with no synchronisation between
+ * them. The one-shot bodies that wait for no peer (a broadcast's root, a
+ * reduce's senders; a broadcast's receivers towards each other) run ahead
+ * of the others, and every call must still find its half of each peer's
+ * packet buffer free (src/kernels/coll_common.h, "Room"): a packet written
+ * over one not yet read gives wrong values or a wait that gives up. One
+ * rank starts late and another pauses now and then, so the rest get as
+ * far ahead as their streams let them.
+ */
+#include "tap/basic.h"
+#include "tap/job.h"
+#include "tap/ranks.h"
+#include "weft.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CALLS 240
+#define COUNT 37 /* int32 elements a rank: several packets, an odd tail */
+
+enum { BCAST, REDUCE, ALLREDUCE, ALLGATHER, RSCATTER };
+/* runs of non-waiting bodies, and each kind after each other */
+static const int pattern[] = {BCAST, BCAST, BCAST, REDUCE, REDUCE, ALLREDUCE, BCAST, REDUCE, ALLGATHER,
+                              REDUCE, BCAST,  RSCATTER, BCAST, ALLREDUCE, REDUCE};
+#define NPATTERN (int)(sizeof(pattern) / sizeof(pattern[0]))
+
+static weft_unique_id_t id;
+
+static int32_t value(int rank, int call, int e)
+{
+    return (rank + 1) * 100000 + call * 7 + e;
+}
+
+static int root_of(int call, int nranks)
+{
+    return (call / 3) % nranks;
+}
+
+/* the expected element e of call i's output on @p rank; 0: leave unchecked */
+static int expect(int kind, int i, int rank, int nranks, int e, int32_t *want)
+{
+    int32_t s = 0;
+    switch (kind) {
+    case BCAST: *want = value(root_of(i, nranks), i, e); return 1;
+    case REDUCE:
+        if (rank != root_of(i, nranks))
+            return 0;
+        /* fall through */
+    case ALLREDUCE:
+        for (int q = 0; q < nranks; q++)
+            s += value(q, i, e);
+        *want = s;
+        return 1;
+    case ALLGATHER: *want = value(e / COUNT, i, e % COUNT); return 1;
+    default:
+        for (int q = 0; q < nranks; q++)
+            s += value(q, i, rank * COUNT + e);
+        *want = s;
+        return 1;
+    }
+}
+
+static int burst(int rank, int nranks, void *arg)
+{
+    weft_comm_t *comm;
+    weft_stream_t *s;
+    size_t row = (size_t)nranks * COUNT;
+    int32_t *in = calloc((size_t)CALLS * row, sizeof(int32_t)), *out = calloc((size_t)CALLS * row, sizeof(int32_t));
+    int fails = 0;
+    (void)arg;
+    if (!in || !out || !job_id(rank, &id) || weft_comm_init(&id, nranks, rank, NULL, &comm) != WEFT_OK ||
+        weft_stream_create(comm, &s) != WEFT_OK)
+        return rank_fail("init: %s", weft_get_last_error());
+    for (int i = 0; i < CALLS; i++)
+        for (size_t e = 0; e < row; e++)
+            in[(size_t)i * row + e] = value(rank, i, (int)e);
+    if (rank == 0)
+        usleep(50000); /* the others run ahead */
+    for (int i = 0; i < CALLS && !fails; i++) {
+        int32_t *x = in + (size_t)i * row, *y = out + (size_t)i * row;
+        int kind = pattern[i % NPATTERN];
+        weft_status_t st;
+        if (rank == 1 && i % 40 == 20)
+            usleep(5000);
+        rank_step("call %d (kind %d)", i, kind);
+        switch (kind) {
+        case BCAST: st = weft_broadcast(x, y, COUNT, WEFT_INT32, root_of(i, nranks), comm, s); break;
+        case REDUCE: st = weft_reduce(x, y, COUNT, WEFT_INT32, WEFT_SUM, root_of(i, nranks), comm, s); break;
+        case ALLREDUCE: st = weft_allreduce(x, y, COUNT, WEFT_INT32, WEFT_SUM, comm, s); break;
+        case ALLGATHER: st = weft_allgather(x, y, COUNT, WEFT_INT32, comm, s); break;
+        default: st = weft_reduce_scatter(x, y, COUNT, WEFT_INT32, WEFT_SUM, comm, s); break;
+        }
+        if (st != WEFT_OK)
+            fails += rank_fail("call %d (kind %d): %s", i, kind, weft_get_last_error());
+    }
+    rank_step("synchronising");
+    if (!fails && weft_stream_synchronize(s) != WEFT_OK)
+        fails += rank_fail("synchronise: %s", weft_get_last_error());
+    for (int i = 0; i < CALLS && !fails; i++) {
+        int kind = pattern[i % NPATTERN];
+        int n = kind == ALLGATHER ? (int)row : COUNT;
+        for (int e = 0; e < n; e++) {
+            int32_t want, got = out[(size_t)i * row + e];
+            if (expect(kind, i, rank, nranks, e, &want) && got != want) {
+                fails += rank_fail("call %d (kind %d, root %d): element %d is %d, want %d", i, kind,
+                                   root_of(i, nranks), e, got, want);
+                break;
+            }
+        }
+    }
+    weft_stream_destroy(s);
+    weft_comm_destroy(comm);
+    free(in);
+    free(out);
+    return fails;
+}
+
+int main(void)
+{
+    plan(4);
+    setenv("WEFT_ALGO", "allreduce:packet,allgather:packet,reducescatter:packet,broadcast:packet,reduce:packet", 1);
+    ok(run_ranks(3, 120000, burst, NULL, NULL), "3 ranks: %d packet collectives back to back, each result right",
+       CALLS);
+    ok(run_ranks(8, 120000, burst, NULL, NULL), "8 ranks: the same");
+    setenv("WEFT_COLL_BLOCKS", "3", 1);
+    ok(run_ranks(3, 120000, burst, NULL, NULL), "3 ranks with 3 blocks per launch: the same");
+    unsetenv("WEFT_COLL_BLOCKS");
+    setenv("WEFT_ALGO", "allreduce:packet2,allgather:packet,reducescatter:packet,broadcast:packet,reduce:packet", 1);
+    ok(run_ranks(4, 120000, burst, NULL, NULL), "4 ranks, the two-step allreduce among them: the same");
+    return test_done();
+}
