@@ -101,11 +101,25 @@ static const coll_rule_t rules[] = {
     {CPU, WEFT_COLL_REDUCE, ONE_HOST, 0, 2, 256, "packet"},
     {CPU, WEFT_COLL_REDUCE, ONE_HOST, 3, 0, 1024, "packet"},
     /* GPUs: allgather and reduce-scatter blocks (bytes per rank) up to 16
-     * KiB as one-shot LL16 packets, no barrier; the mesh bodies took ~40 us
-     * at every size to 32 KiB with 8 ranks (H100, 8 processes under MPS).
-     * Crossover: gpu-check bench's packets beside the mesh; larger: the mesh. */
+     * KiB as one-shot LL16 packets, no barrier (one H100, processes under
+     * MPS, medians of 50 calls): allgather 4.9-7.8 us against the mesh's
+     * 10.7-11.9 to 16 KiB a rank with 2 ranks, 13.9-29.1 against 28.3-30.9
+     * to 16 KiB a rank with 8, and 44.6 against 30.9 at 32 KiB a rank;
+     * reduce-scatter 7.6-12.0 against 15.2-18.0 (2 ranks), 17.5-36.6
+     * against 32.4-40.8 (8), 54.0 against 39.6 at 32 KiB a rank. Larger:
+     * the mesh. (gpu-check bench sets them side by side.) */
     {GPU, WEFT_COLL_ALLGATHER, ONE_HOST, 0, 0, 16384, "packet"},
     {GPU, WEFT_COLL_REDUCE_SCATTER, ONE_HOST, 0, 0, 16384, "packet"},
+    /* GPUs: broadcast and reduce as one-shot packets while small, no
+     * barrier (the same run): broadcast 4.6-7.5 us against 9.6-10.8 to 32
+     * KiB with 2 ranks; 13.6-16.3 against 19.7-20.2 to 8 KiB with 8 ranks,
+     * 63.8 against 20.4 at 32 KiB; reduce 7.0-12.9 against 14.9-21.7 to
+     * 32 KiB with 2 ranks, 11.9-20.3 against 29.2-32.6 to 8 KiB with 8,
+     * 64.0 against 41.4 at 32 KiB. 3 to 7 ranks, unmeasured: as 8. */
+    {GPU, WEFT_COLL_BROADCAST, ONE_HOST, 0, 2, 32768, "packet"},
+    {GPU, WEFT_COLL_BROADCAST, ONE_HOST, 3, 0, 8192, "packet"},
+    {GPU, WEFT_COLL_REDUCE, ONE_HOST, 0, 2, 32768, "packet"},
+    {GPU, WEFT_COLL_REDUCE, ONE_HOST, 3, 0, 8192, "packet"},
     /* several hosts: a broadcast crosses log2(n) links down a tree while
      * the message is small (latency), the ring pipeline above (bandwidth) */
     {ANY, WEFT_COLL_BROADCAST, HOSTS, 3, 0, 262144, "tree"},

@@ -81,11 +81,12 @@ WEFT_PARAM(P2P_SLOT_BYTES, "WEFT_P2P_SLOT_BYTES", INT, "262144",
 WEFT_PARAM(PORT_SIGNAL_STORE, "WEFT_PORT_SIGNAL_STORE", INT, "1",
            "port channels on one host: 1 (default) raises the peer's semaphore with a store queued on the copy "
            "stream where the device can; 0 copies the value from host memory (two copy-engine operations per put)")
-WEFT_PARAM(PORT_INLINE_BYTES, "WEFT_PORT_INLINE_BYTES", INT, "0",
+WEFT_PARAM(PORT_INLINE_BYTES, "WEFT_PORT_INLINE_BYTES", INT, "8",
            "port channels: puts of at most this many bytes (a multiple of 8, at 8-aligned offsets, from the "
            "handle's source memory) travel inside the FIFO's triggers, 8 bytes each, and land as 64-bit stores "
-           "after the channel's earlier writes (on a GPU: stream memory operations, no copy engine); 0 (default): "
-           "every put is a copy")
+           "after the channel's earlier writes (on a GPU: stream memory operations, no copy engine); default 8 "
+           "(an 8-byte put+signal round trip over IPC: 15.9 us against 24.6 as a copy, one H100); 0: every put is "
+           "a copy")
 WEFT_PARAM(PORT_BATCH, "WEFT_PORT_BATCH", INT, "1",
            "port channels on one GPU host: 1 (default) queues the stores of one trigger (an inline put's and its "
            "signal's) as one batch of stream memory operations where the driver has it; 0: one call each")

@@ -33,7 +33,7 @@ int main(void)
     weft_gpu_launch_t l;
     char args[8];
 
-    plan(23);
+    plan(26);
     for (int id = 0; id < WEFT_KERNEL_COUNT; id++) {
         const weft_builtin_kernel_t *k = weft_kernel_get((weft_kernel_id_t)id);
         if (!k->name || !k->host_fn || weft_kernel_find(k->name) != id) {
@@ -77,6 +77,9 @@ int main(void)
     is_string("switch", pick(gpu, WEFT_COLL_ALLREDUCE, 4, 1, 1 << 20, 0),
               "gpu, 1 MiB: the switch first (admitted only with WEFT_CAP_MULTICAST)");
     is_string("rsag", pick(gpu, WEFT_COLL_ALLREDUCE, 4, 1, 1 << 20, 1), "then rsag");
+    is_string("packet", pick(gpu, WEFT_COLL_BROADCAST, 8, 1, 8192, 0), "gpu, 8 ranks, broadcast of 8 KiB: packets");
+    is_string("(none)", pick(gpu, WEFT_COLL_BROADCAST, 8, 1, 16384, 0), "gpu, 8 ranks, broadcast of 16 KiB: the mesh");
+    is_string("packet", pick(gpu, WEFT_COLL_REDUCE, 2, 1, 32768, 0), "gpu, 2 ranks, reduce of 32 KiB: packets");
     /* any platform */
     is_string("tree", pick(gpu, WEFT_COLL_BROADCAST, 4, 0, 4096, 0), "several hosts: a small broadcast down the tree");
     return 0;
