@@ -527,7 +527,8 @@ static weft_status_t coll_setup(weft_comm_t *comm)
         goto err;
 shape:
     if ((status = comm->gpu->mem_alloc(comm->gctx, 64, WEFT_GPU_MEM_SYNC, &x->gbar)) != WEFT_OK ||
-        (status = comm->gpu->mem_alloc(comm->gctx, WEFT_COLL_MAX_TEAMS * 2 * sizeof(uint64_t), 0, &x->calls)) != WEFT_OK)
+        (!x->pkt &&
+         (status = comm->gpu->mem_alloc(comm->gctx, WEFT_COLL_MAX_TEAMS * 2 * sizeof(uint64_t), 0, &x->calls)) != WEFT_OK))
         goto err;
     /* Launch shape. Host: a block is one CPU thread, and ranks already
      * share the cores: one. GPU: one block of 512 threads for the bodies

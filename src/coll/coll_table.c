@@ -102,7 +102,7 @@ static const coll_rule_t rules[] = {
     {CPU, WEFT_COLL_REDUCE, ONE_HOST, 3, 0, 1024, "packet"},
     /* GPUs: allgather and reduce-scatter blocks (bytes per rank) up to 16
      * KiB as one-shot LL16 packets, no barrier (one H100, processes under
-     * MPS, medians of 50 calls): allgather 4.9-7.8 us against the mesh's
+     * MPS, weft-perf's median of 5 rounds of 10 calls): allgather 4.9-7.8 us against the mesh's
      * 10.7-11.9 to 16 KiB a rank with 2 ranks, 13.9-29.1 against 28.3-30.9
      * to 16 KiB a rank with 8, and 44.6 against 30.9 at 32 KiB a rank;
      * reduce-scatter 7.6-12.0 against 15.2-18.0 (2 ranks), 17.5-36.6

@@ -20,14 +20,13 @@ WEFT_DEVICE void weft_coll_allgather_packet(const weft_kctx_t *k, void *args)
     weft_coll_args_t *a = (weft_coll_args_t *)args;
     uint64_t bytes = a->count * weft_dtype_size((weft_dtype_t)a->dtype);
     weft_coll_pkt_call_t pc = weft_coll_packet_call(k, a);
-    const char *pkts = a->pkt + pc.half * a->pkt_slot * (uint64_t)a->nranks;
     char *out = (char *)a->out, *mine = out + (uint64_t)a->rank * bytes;
     for (int p = 0; p < a->nranks; p++)
         if (p != a->rank && weft_coll_packet_put(k, a, &pc, p, a->in, bytes))
             return;
     if ((const char *)a->in != mine) /* in place: the block is there already */
         weft_copy(mine, a->in, bytes, weft_gtid(k), weft_gnthreads(k));
-    if (weft_coll_grid_sync_or(k, a, weft_coll_unpack_peers(k, a, out, bytes, pkts, bytes, pc.flag)))
+    if (weft_coll_grid_sync_or(k, a, weft_coll_unpack_peers(k, a, out, bytes, pc.pkts, bytes, pc.flag)))
         return;
     weft_coll_packet_done(k, a, &pc);
 }

@@ -19,11 +19,10 @@ WEFT_DEVICE void weft_coll_allreduce_packet(const weft_kctx_t *k, void *args)
     weft_coll_args_t *a = (weft_coll_args_t *)args;
     uint64_t bytes = a->count * weft_dtype_size((weft_dtype_t)a->dtype);
     weft_coll_pkt_call_t pc = weft_coll_packet_call(k, a);
-    const char *pkts = a->pkt + pc.half * a->pkt_slot * (uint64_t)a->nranks;
     for (int p = 0; p < a->nranks; p++)
         if (p != a->rank && weft_coll_packet_put(k, a, &pc, p, a->in, bytes))
             return;
-    if (weft_coll_packet_reduce(k, a, (char *)a->out, (const char *)a->in, pkts, bytes, pc.flag))
+    if (weft_coll_packet_reduce(k, a, (char *)a->out, (const char *)a->in, pc.pkts, bytes, pc.flag))
         return;
     weft_coll_packet_done(k, a, &pc);
 }

@@ -21,14 +21,14 @@ WEFT_DEVICE uint64_t weft_coll_block_lo(weft_coll_args_t *a, int q)
 WEFT_DEVICE void weft_coll_allreduce_packet2(const weft_kctx_t *k, void *args)
 {
     weft_coll_args_t *a = (weft_coll_args_t *)args;
-    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), half_bytes = a->pkt_slot * (uint64_t)a->nranks;
+    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype);
     /* region 2 of a slot: a block's packets (at most about half the
      * largest packet message, twice over) fit below it (coll.c sizes slots) */
     uint64_t region2 = a->pkt_slot / 2 / 16 * 16;
     uint64_t lo = weft_coll_block_lo(a, a->rank), mine = weft_coll_block_lo(a, a->rank + 1) - lo;
     char *acc = a->scratch + a->scratch_half, *tmp = a->scratch;
     weft_coll_pkt_call_t pc = weft_coll_packet_call(k, a);
-    char *own = a->pkt + pc.half * half_bytes; /* our packet buffer, this call's half */
+    const char *own = pc.pkts; /* our packet buffer, this call's half */
     for (int p = 0; p < a->nranks; p++) {
         uint64_t plo = weft_coll_block_lo(a, p), pn = weft_coll_block_lo(a, p + 1) - plo;
         if (p != a->rank && weft_coll_packet_put(k, a, &pc, p, a->in + plo * es, pn * es))
@@ -50,7 +50,7 @@ WEFT_DEVICE void weft_coll_allreduce_packet2(const weft_kctx_t *k, void *args)
     weft_coll_grid_sync(k, a);
     for (int p = 0; p < a->nranks; p++)
         if (p != a->rank)
-            weft_ll16_put((weft_ll16_t *)(a->chp[p].dst + pc.half * half_bytes + (uint64_t)a->rank * a->pkt_slot +
+            weft_ll16_put((weft_ll16_t *)(a->chp[p].dst + pc.half_off + (uint64_t)a->rank * a->pkt_slot +
                                           region2),
                           acc, mine * es, pc.flag, weft_gtid(k), weft_gnthreads(k));
     /* the input was read above (block p went out in the first loop) */

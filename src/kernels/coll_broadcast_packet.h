@@ -18,7 +18,6 @@ WEFT_DEVICE void weft_coll_broadcast_packet(const weft_kctx_t *k, void *args)
     weft_coll_args_t *a = (weft_coll_args_t *)args;
     uint64_t bytes = a->count * weft_dtype_size((weft_dtype_t)a->dtype);
     weft_coll_pkt_call_t pc = weft_coll_packet_call(k, a);
-    const char *pkts = a->pkt + pc.half * a->pkt_slot * (uint64_t)a->nranks;
     int bad = 0;
     if (a->rank == a->root) {
         for (int p = 0; p < a->nranks; p++)
@@ -27,7 +26,7 @@ WEFT_DEVICE void weft_coll_broadcast_packet(const weft_kctx_t *k, void *args)
         if ((const char *)a->in != a->out)
             weft_copy(a->out, a->in, bytes, weft_gtid(k), weft_gnthreads(k));
     } else {
-        bad = weft_ll16_unpack(a->out, (weft_ll16_t *)(pkts + (uint64_t)a->root * a->pkt_slot), bytes, pc.flag,
+        bad = weft_ll16_unpack(a->out, (weft_ll16_t *)(pc.pkts + (uint64_t)a->root * a->pkt_slot), bytes, pc.flag,
                                weft_gtid(k), weft_gnthreads(k), a->ctl, a->root);
     }
     if (weft_coll_grid_sync_or(k, a, bad))

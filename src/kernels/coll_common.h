@@ -503,7 +503,9 @@ WEFT_DEVICE uint64_t weft_coll_chunk(const weft_kctx_t *k, weft_coll_args_t *a, 
  * they are complete when a peer sees the counter move.
  */
 typedef struct {
-    uint64_t call, half;
+    uint64_t call;
+    uint64_t half_off; /* this call's half: its byte offset in every rank's packet buffer */
+    const char *pkts;  /* that half of this rank's packet buffer: peer q's slot at q * pkt_slot */
     uint32_t flag;
     int check_room; /* the call before did not wait for every peer */
 } weft_coll_pkt_call_t;
@@ -514,7 +516,8 @@ WEFT_DEVICE weft_coll_pkt_call_t weft_coll_packet_call(const weft_kctx_t *k, con
     c.call = weft_load_relaxed_u64(&a->calls[2 * (uint64_t)k->block]);
     c.check_room = c.call >= 2 && weft_load_relaxed_u64(&a->calls[2 * (uint64_t)k->block + 1]) == c.call;
     c.flag = (uint32_t)(c.call % 0xffffffffull) + 1;
-    c.half = c.call & 1;
+    c.half_off = (c.call & 1) * a->pkt_slot * (uint64_t)a->nranks;
+    c.pkts = a->pkt + c.half_off;
     return c;
 }
 
@@ -554,11 +557,10 @@ WEFT_DEVICE void weft_coll_packet_done_loose(const weft_kctx_t *k, const weft_co
 WEFT_DEVICE int weft_coll_packet_put(const weft_kctx_t *k, const weft_coll_args_t *a, const weft_coll_pkt_call_t *c,
                                      int p, const void *src, uint64_t bytes)
 {
-    uint64_t half_bytes = a->pkt_slot * (uint64_t)a->nranks;
     if (weft_coll_packet_room(k, a, c, p))
         return 1;
-    weft_ll16_put((weft_ll16_t *)(a->chp[p].dst + c->half * half_bytes + (uint64_t)a->rank * a->pkt_slot), src, bytes,
-                  c->flag, weft_gtid(k), weft_gnthreads(k));
+    weft_ll16_put((weft_ll16_t *)(a->chp[p].dst + c->half_off + (uint64_t)a->rank * a->pkt_slot), src, bytes, c->flag,
+                  weft_gtid(k), weft_gnthreads(k));
     return 0;
 }
 

@@ -18,14 +18,13 @@ WEFT_DEVICE void weft_coll_reduce_packet(const weft_kctx_t *k, void *args)
     weft_coll_args_t *a = (weft_coll_args_t *)args;
     uint64_t bytes = a->count * weft_dtype_size((weft_dtype_t)a->dtype);
     weft_coll_pkt_call_t pc = weft_coll_packet_call(k, a);
-    const char *pkts = a->pkt + pc.half * a->pkt_slot * (uint64_t)a->nranks;
     if (a->rank != a->root) {
         if (weft_coll_packet_put(k, a, &pc, a->root, a->in, bytes) || weft_coll_grid_sync(k, a))
             return;
         weft_coll_packet_done_loose(k, a, &pc);
         return;
     }
-    if (weft_coll_packet_reduce(k, a, a->out, a->in, pkts, bytes, pc.flag))
+    if (weft_coll_packet_reduce(k, a, a->out, a->in, pc.pkts, bytes, pc.flag))
         return;
     weft_coll_packet_done(k, a, &pc);
 }

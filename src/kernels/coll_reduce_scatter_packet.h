@@ -17,11 +17,10 @@ WEFT_DEVICE void weft_coll_reduce_scatter_packet(const weft_kctx_t *k, void *arg
     uint64_t bytes = a->count * weft_dtype_size((weft_dtype_t)a->dtype);
     const char *in = (const char *)a->in, *own = in + (uint64_t)a->rank * bytes;
     weft_coll_pkt_call_t pc = weft_coll_packet_call(k, a);
-    const char *pkts = a->pkt + pc.half * a->pkt_slot * (uint64_t)a->nranks;
     for (int p = 0; p < a->nranks; p++)
         if (p != a->rank && weft_coll_packet_put(k, a, &pc, p, in + (uint64_t)p * bytes, bytes))
             return;
-    if (weft_coll_packet_reduce(k, a, (char *)a->out, own, pkts, bytes, pc.flag))
+    if (weft_coll_packet_reduce(k, a, (char *)a->out, own, pc.pkts, bytes, pc.flag))
         return;
     weft_coll_packet_done(k, a, &pc);
 }
