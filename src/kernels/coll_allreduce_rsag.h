@@ -4,36 +4,28 @@
 
 #include "coll_common.h"
 
-/* Elements of one zero-copy step: a team reduces its rank's part of this
- * many, then copies it to every peer. */
-#define WEFT_COLL_ZC_STEP_BYTES (1u << 20)
-
 /*
- * The zero-copy allreduce of this team's elements [first, end): step by
- * step, rank r reduces the r-th part of the step from every rank's input
- * (in rank order) into its own output, then copies that part into every
- * peer's output. Each part has one reader and writer, so in place is safe:
- * a part is read before it is written. (weft_coll_mesh's last barrier
- * keeps every buffer in use until every rank is done with it.)
+ * The zero-copy allreduce of this team's elements [first, end): rank r
+ * takes the r-th share, reads it from every rank's input (in rank order)
+ * and writes the result from registers into every rank's output, itself
+ * included. Each rank thus reads S and writes S bytes (S the message),
+ * the least an allreduce can move (reducing into its own output, then
+ * copying that to the peers, read its share once more and needed a team
+ * barrier between the two). A share has one reader and one writer, and a
+ * thread reads an element from every input before it writes it anywhere,
+ * so in place is safe. (weft_coll_mesh's last barrier keeps every buffer
+ * in use until every rank is done with it.)
  */
 WEFT_DEVICE void weft_coll_allreduce_zc(const weft_kctx_t *k, weft_coll_args_t *a, const char **in, char **out,
                                         uint64_t first, uint64_t end)
 {
-    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), step = WEFT_COLL_ZC_STEP_BYTES / es;
-    const char *src[WEFT_COLL_MAX_FAN];
-    for (uint64_t e0 = first; e0 < end; e0 += step) {
-        uint64_t ce = end - e0 < step ? end - e0 : step;
-        uint64_t lo = e0 + ce * (uint64_t)a->rank / (uint64_t)a->nranks;
-        uint64_t hi = e0 + ce * (uint64_t)(a->rank + 1) / (uint64_t)a->nranks;
-        char *mine = out[a->rank] + lo * es;
-        for (int p = 0; p < a->nranks; p++)
-            src[p] = in[p] + lo * es;
-        weft_coll_reduce_from(k, a, mine, src, hi - lo);
-        weft_coll_sync(k, a);
-        for (int q = 0; q < a->nranks; q++)
-            if (q != a->rank)
-                weft_coll_copy(k, a, out[q] + lo * es, mine, (hi - lo) * es);
+    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), lo, hi;
+    weft_coll_share(a, first, end, (uint64_t)a->rank, (uint64_t)a->nranks, &lo, &hi);
+    for (int p = 0; p < a->nranks; p++) {
+        in[p] += lo * es;
+        out[p] += lo * es;
     }
+    weft_coll_reduce_from_to(k, a, out, a->nranks, in, hi - lo);
 }
 
 /* A chunk: rank r reduces the r-th part of it from every rank's IN into

@@ -285,35 +285,54 @@ WEFT_DEVICE char *weft_coll_peer_scratch(const weft_kctx_t *k, weft_coll_args_t 
     return base + (a->per_block ? (uint64_t)k->block * weft_coll_part(k, a) : 0);
 }
 
+/*
+ * Share @p part of @p parts of the elements [first, end): [*lo, *hi). The
+ * boundaries fall on 16-byte multiples from first (the last share takes
+ * what is left), so shares of aligned buffers stay aligned for the vector
+ * loops; a share may be empty when there are fewer 16-byte units than
+ * shares. Every rank computes the same shares.
+ */
+WEFT_DEVICE void weft_coll_share(const weft_coll_args_t *a, uint64_t first, uint64_t end, uint64_t part,
+                                 uint64_t parts, uint64_t *lo, uint64_t *hi)
+{
+    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), unit = es && es < 16 ? 16 / es : 1;
+    uint64_t units = (end - first) / unit;
+    *lo = first + units * part / parts * unit;
+    *hi = part + 1 == parts ? end : first + units * (part + 1) / parts * unit;
+}
+
 /* The elements [*lo, *hi) of [0, total) that this team handles. */
 WEFT_DEVICE void weft_coll_range(const weft_kctx_t *k, const weft_coll_args_t *a, uint64_t total, uint64_t *lo,
                                  uint64_t *hi)
 {
-    *lo = a->per_block ? total * k->block / k->nblocks : 0;
-    *hi = a->per_block ? total * (k->block + 1) / k->nblocks : total;
+    *lo = 0;
+    *hi = total;
+    if (a->per_block)
+        weft_coll_share(a, 0, total, k->block, k->nblocks, lo, hi);
 }
 
 /* Most ranks whose sources one pass of weft_coll_reduce_all reads. */
 #define WEFT_COLL_MAX_FAN 16
 
 /*
- * The fan loops: dst[i] = src[0][i] EXPR ... src[nranks-1][i], in rank
- * order; they name the accumulated element x and the next rank's y. Each
- * element is read from every source before the thread that owns it writes
- * it, so dst may be one of the sources (the zero-copy allreduce in place).
+ * The fan loops: dst[d][i] = src[0][i] EXPR ... src[nranks-1][i], d < nd,
+ * in rank order; they name the accumulated element x and the next rank's
+ * y. Each element is read from every source before the thread that owns
+ * it writes it, so a destination may be one of the sources (the zero-copy
+ * allreduce in place).
  *
  * The scalar loop, one element at a time, elements [i0, n).
  */
 #define WEFT_COLL_FAN_LOOP(T, EXPR)                                                                                \
     do {                                                                                                           \
-        T *d = (T *)dst;                                                                                           \
         for (uint64_t i = i0 + tid; i < n; i += nt) {                                                              \
             T x = ((const T *)src[0])[i];                                                                          \
             for (int p = 1; p < a->nranks; p++) {                                                                  \
                 T y = ((const T *)src[p])[i];                                                                      \
                 x = EXPR;                                                                                          \
             }                                                                                                      \
-            d[i] = x;                                                                                              \
+            for (int d = 0; d < nd; d++)                                                                           \
+                ((T *)dst[d])[i] = x;                                                                              \
         }                                                                                                          \
     } while (0)
 #define WEFT_COLL_FAN_LOOP_OPS(T)                                                                                  \
@@ -324,12 +343,22 @@ WEFT_DEVICE void weft_coll_range(const weft_kctx_t *k, const weft_coll_args_t *a
     default: break;                                                                                                \
     }
 
+/* xs[u] = xs[u] EXPR ys[u], element by element, u < WEFT_MLP_UNROLL. */
+#define WEFT_COLL_FAN_COMBINE(T, EXPR, xs, ys)                                                                     \
+    WEFT_UNROLL for (int u = 0; u < WEFT_MLP_UNROLL; u++)                                                          \
+        WEFT_UNROLL for (int j = 0; j < (int)(16 / sizeof(T)); j++) {                                              \
+            T x = xs[u].e[j], y = ys[u].e[j];                                                                      \
+            xs[u].e[j] = EXPR;                                                                                     \
+        }
+
 /*
  * The vector loop: the first nv 16-byte vectors, nv a whole number of
  * rounds. In each round a thread takes WEFT_MLP_UNROLL vectors (a team
  * stride apart, so a warp's accesses stay coalesced) and, rank by rank,
  * issues all their loads before combining any, so that many are in flight
- * (see WEFT_MLP_UNROLL, weft/device.h). AVG: then the same thread divides
+ * (see WEFT_MLP_UNROLL, weft/device.h). (Two ranks at a time, with a third
+ * set of vectors, made ptxas spill 5-7 KB in the 512-thread mesh kernels.)
+ * Then the result goes to every destination from registers. AVG: then the same thread divides
  * the vectors it wrote (a pass with another split of the elements would
  * divide elements another thread has not written yet).
  */
@@ -338,24 +367,21 @@ WEFT_DEVICE void weft_coll_range(const weft_kctx_t *k, const weft_coll_args_t *a
         typedef struct WEFT_GLOBAL_ALIGN(16) {                                                                     \
             T e[16 / sizeof(T)];                                                                                   \
         } vec_t;                                                                                                   \
-        vec_t *dv = (vec_t *)dst;                                                                                  \
         for (uint64_t r = tid; r < nv; r += per_round) {                                                           \
             vec_t xs[WEFT_MLP_UNROLL], ys[WEFT_MLP_UNROLL];                                                        \
             WEFT_UNROLL for (int u = 0; u < WEFT_MLP_UNROLL; u++) xs[u] = ((const vec_t *)src[0])[r + u * nt];     \
             for (int p = 1; p < a->nranks; p++) {                                                                  \
                 WEFT_UNROLL for (int u = 0; u < WEFT_MLP_UNROLL; u++) ys[u] = ((const vec_t *)src[p])[r + u * nt]; \
-                WEFT_UNROLL for (int u = 0; u < WEFT_MLP_UNROLL; u++)                                              \
-                    WEFT_UNROLL for (int j = 0; j < (int)(16 / sizeof(T)); j++) {                                  \
-                        T x = xs[u].e[j], y = ys[u].e[j];                                                          \
-                        xs[u].e[j] = EXPR;                                                                         \
-                    }                                                                                              \
+                WEFT_COLL_FAN_COMBINE(T, EXPR, xs, ys);                                                            \
             }                                                                                                      \
-            WEFT_UNROLL for (int u = 0; u < WEFT_MLP_UNROLL; u++) dv[r + u * nt] = xs[u];                          \
+            for (int d = 0; d < nd; d++)                                                                           \
+                WEFT_UNROLL for (int u = 0; u < WEFT_MLP_UNROLL; u++) ((vec_t *)dst[d])[r + u * nt] = xs[u];       \
         }                                                                                                          \
         if (AVG)                                                                                                   \
-            for (uint64_t r = tid; r < nv; r += nt)                                                                \
-                for (int j = 0; j < (int)(16 / sizeof(T)); j++)                                                    \
-                    weft_scale_elem((weft_dtype_t)a->dtype, &dv[r].e[j], a->nranks);                               \
+            for (int d = 0; d < nd; d++)                                                                           \
+                for (uint64_t r = tid; r < nv; r += nt)                                                            \
+                    for (int j = 0; j < (int)(16 / sizeof(T)); j++)                                                \
+                        weft_scale_elem((weft_dtype_t)a->dtype, &((vec_t *)dst[d])[r].e[j], a->nranks);            \
         return nv * (16 / sizeof(T));                                                                              \
     } while (0)
 
@@ -385,12 +411,14 @@ WEFT_DEVICE void weft_coll_range(const weft_kctx_t *k, const weft_coll_args_t *a
  * or unaligned pointers). Compiled once (WEFT_DEVICE_OUTLINE): inlined at
  * every call site of every kernel it multiplied the GPU build's time.
  */
-WEFT_DEVICE_OUTLINE uint64_t weft_coll_reduce_vec(const weft_kctx_t *k, weft_coll_args_t *a, char *dst,
+WEFT_DEVICE_OUTLINE uint64_t weft_coll_reduce_vec(const weft_kctx_t *k, weft_coll_args_t *a, char *const *dst, int nd,
                                                   const char *const *src, uint64_t n)
 {
     uint64_t tid = weft_coll_tid(k, a), nt = weft_coll_nt(k, a), per_round = WEFT_MLP_UNROLL * nt;
     uint64_t nv = n * weft_dtype_size((weft_dtype_t)a->dtype) / 16 / per_round * per_round;
-    uintptr_t al = (uintptr_t)dst;
+    uintptr_t al = 0;
+    for (int d = 0; d < nd; d++)
+        al |= (uintptr_t)dst[d];
     for (int p = 0; p < a->nranks; p++)
         al |= (uintptr_t)src[p];
     if (al & 15)
@@ -408,22 +436,24 @@ WEFT_DEVICE_OUTLINE uint64_t weft_coll_reduce_vec(const weft_kctx_t *k, weft_col
 }
 
 /*
- * dst[i] = the reduction of src[0][i] .. src[nranks - 1][i] in rank order,
- * i < n, then AVG's division; nranks <= WEFT_COLL_MAX_FAN, every pointer
- * aligned to the element size. One pass: each source is read once and dst
- * written once (n - 1 passes over an accumulator would read and write it
- * n - 1 times). The rank order makes the result the same whichever rank
- * computes it. Messages of at least one round of the vector loop go
- * through weft_coll_reduce_vec; what it leaves (everything, for small
- * messages: the packet allreduce's stay inline) element by element.
+ * dst[d][i] = the reduction of src[0][i] .. src[nranks - 1][i] in rank
+ * order, i < n, d < nd, then AVG's division; nranks <= WEFT_COLL_MAX_FAN,
+ * every pointer aligned to the element size. One pass: each source is read
+ * once and each destination written once, from registers (n - 1 passes
+ * over an accumulator would read and write it n - 1 times; reducing into
+ * one destination and copying it to the others would read it again). The
+ * rank order makes the result the same whichever rank computes it.
+ * Messages of at least one round of the vector loop go through
+ * weft_coll_reduce_vec; what it leaves (everything, for small messages:
+ * the packet allreduce's stay inline) element by element.
  */
-WEFT_DEVICE void weft_coll_reduce_from(const weft_kctx_t *k, weft_coll_args_t *a, char *dst, const char *const *src,
-                                       uint64_t n)
+WEFT_DEVICE void weft_coll_reduce_from_to(const weft_kctx_t *k, weft_coll_args_t *a, char *const *dst, int nd,
+                                          const char *const *src, uint64_t n)
 {
     size_t es = weft_dtype_size((weft_dtype_t)a->dtype), tid = weft_coll_tid(k, a), nt = weft_coll_nt(k, a);
     uint64_t i0 = 0;
     if (n * es >= 16 * WEFT_MLP_UNROLL * (uint64_t)nt)
-        i0 = weft_coll_reduce_vec(k, a, dst, src, n);
+        i0 = weft_coll_reduce_vec(k, a, dst, nd, src, n);
     switch (a->dtype) {
     case WEFT_FLOAT32: WEFT_COLL_FAN_LOOP_OPS(float); break;
     case WEFT_FLOAT64: WEFT_COLL_FAN_LOOP_OPS(double); break;
@@ -433,21 +463,30 @@ WEFT_DEVICE void weft_coll_reduce_from(const weft_kctx_t *k, weft_coll_args_t *a
     }
     /* the other types and ops, element by element: the same thread owns
      * element i throughout, so no team barrier between the ranks' terms;
-     * the sum builds in a register, as dst may be one of the sources */
+     * the sum builds in a register, as a destination may be a source */
     for (uint64_t i = i0 + tid; i < n; i += nt) {
         uint64_t acc = 0; /* es <= 8 */
         for (size_t j = 0; j < es && j < sizeof(acc); j++)
             ((char *)&acc)[j] = src[0][i * es + j];
         for (int p = 1; p < a->nranks; p++)
             weft_reduce_elem((weft_dtype_t)a->dtype, (weft_redop_t)a->op, &acc, src[p] + i * es);
-        for (size_t j = 0; j < es && j < sizeof(acc); j++)
-            dst[i * es + j] = ((char *)&acc)[j];
+        for (int d = 0; d < nd; d++)
+            for (size_t j = 0; j < es && j < sizeof(acc); j++)
+                dst[d][i * es + j] = ((char *)&acc)[j];
     }
 avg:
     /* each thread the elements it wrote */
     if (a->op == WEFT_AVG)
-        for (uint64_t i = i0 + tid; i < n; i += nt)
-            weft_scale_elem((weft_dtype_t)a->dtype, dst + i * es, a->nranks);
+        for (int d = 0; d < nd; d++)
+            for (uint64_t i = i0 + tid; i < n; i += nt)
+                weft_scale_elem((weft_dtype_t)a->dtype, dst[d] + i * es, a->nranks);
+}
+
+/* weft_coll_reduce_from_to into one destination. */
+WEFT_DEVICE void weft_coll_reduce_from(const weft_kctx_t *k, weft_coll_args_t *a, char *dst, const char *const *src,
+                                       uint64_t n)
+{
+    weft_coll_reduce_from_to(k, a, &dst, 1, src, n);
 }
 
 WEFT_DEVICE void weft_coll_reduce_all(const weft_kctx_t *k, weft_coll_args_t *a, char *dst, uint64_t off, uint64_t n)

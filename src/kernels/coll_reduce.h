@@ -19,8 +19,7 @@ WEFT_DEVICE void weft_coll_reduce_zc(const weft_kctx_t *k, weft_coll_args_t *a, 
     uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype), lo = first, hi = end;
     char *dst = a->rank == a->root ? a->out : NULL;
     if (out[a->root]) {
-        lo = first + (end - first) * (uint64_t)a->rank / (uint64_t)a->nranks;
-        hi = first + (end - first) * (uint64_t)(a->rank + 1) / (uint64_t)a->nranks;
+        weft_coll_share(a, first, end, (uint64_t)a->rank, (uint64_t)a->nranks, &lo, &hi);
         dst = out[a->root];
     }
     if (dst) {

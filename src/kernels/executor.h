@@ -228,6 +228,19 @@ WEFT_DEVICE weft_xrange_t weft_x_range(const weft_exec_args_t *a, const weft_xop
 }
 
 /*
+ * The addresses of references r[first..n) of op @p o (weft_x_range; @p pkt:
+ * their packet sides) into p[first..n): computed once per op, not per
+ * element of its loops (an offset is several multiplications, and two
+ * 64-bit divisions in a thread-block group).
+ */
+WEFT_DEVICE void weft_x_addrs(const weft_exec_args_t *a, const weft_xop_t *o, const weft_xref_t *r, uint32_t first,
+                              uint32_t n, int pkt, uint64_t it, uint64_t unit, char **p)
+{
+    for (uint32_t i = first; i < n && i < WEFT_X_MAX_BUFFERS; i++)
+        p[i] = weft_x_range(a, o, &r[i], pkt, it, unit).p;
+}
+
+/*
  * Port-channel put of op @p o's destination @p i (put, pws, pwsf, rppkt:
  * as MSCCL++ defines them, destination i goes over the op's channel i,
  * from source i, or the first where the op has one source): the proxy
@@ -258,6 +271,17 @@ WEFT_DEVICE uint64_t weft_x_reduce8(const weft_exec_args_t *a, uint64_t acc, uin
 {
     weft_dtype_t t = (weft_dtype_t)a->dtype;
     size_t es = weft_dtype_size(t);
+    if (t == WEFT_FLOAT32 && (a->op == WEFT_SUM || a->op == WEFT_AVG)) {
+        /* the common case inline (AVG sums here and divides at the end):
+         * the element loop below switches on the type and op per element */
+        float x[2], y[2];
+        memcpy(x, &acc, 8);
+        memcpy(y, &v, 8);
+        x[0] += y[0];
+        x[1] += y[1];
+        memcpy(&acc, x, 8);
+        return acc;
+    }
     unsigned char *pa = (unsigned char *)&acc, *pv = (unsigned char *)&v;
     for (size_t i = 0; i + es <= 8; i += es)
         weft_reduce_elem(t, (weft_redop_t)a->op, pa + i, pv + i);
@@ -497,13 +521,17 @@ WEFT_DEVICE int weft_x_run_op(const weft_kctx_t *k, const weft_exec_args_t *a, c
         weft_xrange_t s0 = weft_x_range(a, o, &o->src[0], 0, it, unit);
         weft_xrange_t d0 = weft_x_range(a, o, &o->dst[0], 0, it, unit);
         int send = o->code == WEFT_XOP_RES || o->code == WEFT_XOP_RRES;
+        char *sp[WEFT_X_MAX_BUFFERS], *dp[WEFT_X_MAX_BUFFERS];
+        uint32_t nd = send ? o->ndst : 1u;
+        weft_x_addrs(a, o, o->src, 1, o->nsrc, 0, it, unit, sp);
+        weft_x_addrs(a, o, o->dst, 1, nd, 0, it, unit, dp);
         for (uint64_t u = tid; u < s0.bytes / 8; u += nt) {
             uint64_t acc = weft_x_ld8(s0.p + 8 * u);
             for (uint32_t i = 1; i < o->nsrc; i++)
-                acc = weft_x_reduce8(a, acc, weft_x_ld8(weft_x_range(a, o, &o->src[i], 0, it, unit).p + 8 * u));
+                acc = weft_x_reduce8(a, acc, weft_x_ld8(sp[i] + 8 * u));
             weft_x_st8(d0.p + 8 * u, acc);
-            for (uint32_t i = 1; send && i < o->ndst; i++)
-                weft_x_st8(weft_x_range(a, o, &o->dst[i], 0, it, unit).p + 8 * u, acc);
+            for (uint32_t i = 1; i < nd; i++)
+                weft_x_st8(dp[i] + 8 * u, acc);
         }
         return 0;
     }
@@ -539,12 +567,14 @@ WEFT_DEVICE int weft_x_run_op(const weft_kctx_t *k, const weft_exec_args_t *a, c
                 bad |= weft_x_port_put(a, o, (uint32_t)i, 1, 0, 0);
             return weft_block_sync_or(k, bad);
         }
+        char *dp[WEFT_X_MAX_BUFFERS];
+        weft_x_addrs(a, o, o->dst, 0, o->ndst, 1, 0, 0, dp);
         for (uint64_t u = tid; u < s.bytes / 8 && !bad; u += nt) {
             uint64_t v;
             if ((bad = weft_x_pkt_get8(a, s.p, u, &v)) != 0)
                 break;
             for (uint32_t i = 0; i < o->ndst; i++)
-                weft_x_pkt_put8(a, weft_x_range(a, o, &o->dst[i], 1, 0, 0).p, u, v);
+                weft_x_pkt_put8(a, dp[i], u, v);
         }
         return weft_block_sync_or(k, bad);
     }
@@ -569,20 +599,23 @@ WEFT_DEVICE int weft_x_run_op(const weft_kctx_t *k, const weft_exec_args_t *a, c
         weft_xrange_t d0 = weft_x_range(a, o, &o->dst[0], 0, 0, 0);
         int copy = o->code == WEFT_XOP_RECPKT || o->code == WEFT_XOP_RECSPKT;
         int send = o->code == WEFT_XOP_RESPKT || o->code == WEFT_XOP_RECSPKT;
+        /* the packet destinations: dst[1] (copy), then the rest (send) */
+        uint32_t nd = send ? o->ndst : copy && o->ndst > 1 ? 2u : 1u;
+        char *sp[WEFT_X_MAX_BUFFERS], *dp[WEFT_X_MAX_BUFFERS];
+        weft_x_addrs(a, o, o->src, 1, o->nsrc, 1, 0, 0, sp);
+        weft_x_addrs(a, o, o->dst, 1, nd, 1, 0, 0, dp);
         for (uint64_t u = tid; u < s0.bytes / 8 && !bad; u += nt) {
             uint64_t acc = weft_x_ld8(s0.p + 8 * u), v;
             for (uint32_t i = 1; i < o->nsrc; i++) {
-                if ((bad = weft_x_pkt_get8(a, weft_x_range(a, o, &o->src[i], 1, 0, 0).p, u, &v)) != 0)
+                if ((bad = weft_x_pkt_get8(a, sp[i], u, &v)) != 0)
                     break;
                 acc = weft_x_reduce8(a, acc, v);
             }
             if (bad)
                 break;
             weft_x_st8(d0.p + 8 * u, acc);
-            if (copy && o->ndst > 1)
-                weft_x_pkt_put8(a, weft_x_range(a, o, &o->dst[1], 1, 0, 0).p, u, acc);
-            for (uint32_t i = copy ? 2 : 1; send && i < o->ndst; i++)
-                weft_x_pkt_put8(a, weft_x_range(a, o, &o->dst[i], 1, 0, 0).p, u, acc);
+            for (uint32_t i = 1; i < nd; i++)
+                weft_x_pkt_put8(a, dp[i], u, acc);
         }
         return weft_block_sync_or(k, bad);
     }
