@@ -25,6 +25,7 @@
 #include "weft/dtype.h"
 #include "weft/switch.h"
 #include "grid_barrier.h"
+#include "reduce_fan.h"
 
 #if !WEFT_ON_GPU
 #include <string.h>
@@ -518,21 +519,21 @@ WEFT_DEVICE int weft_x_run_op(const weft_kctx_t *k, const weft_exec_args_t *a, c
     case WEFT_XOP_RRE:
     case WEFT_XOP_RRES: {
         /* dst[0] = src[0] op src[1..]; res, rres: also to dst[1..] */
+        /* the collectives' one-pass reduction (reduce_fan.h): 16-byte
+         * vectors, several in flight a thread; AVG sums here and divides
+         * at the end (scale_bytes) */
         weft_xrange_t s0 = weft_x_range(a, o, &o->src[0], 0, it, unit);
-        weft_xrange_t d0 = weft_x_range(a, o, &o->dst[0], 0, it, unit);
         int send = o->code == WEFT_XOP_RES || o->code == WEFT_XOP_RRES;
-        char *sp[WEFT_X_MAX_BUFFERS], *dp[WEFT_X_MAX_BUFFERS];
+        char *dp[WEFT_X_MAX_BUFFERS];
+        const char *sp[WEFT_X_MAX_BUFFERS];
         uint32_t nd = send ? o->ndst : 1u;
-        weft_x_addrs(a, o, o->src, 1, o->nsrc, 0, it, unit, sp);
-        weft_x_addrs(a, o, o->dst, 1, nd, 0, it, unit, dp);
-        for (uint64_t u = tid; u < s0.bytes / 8; u += nt) {
-            uint64_t acc = weft_x_ld8(s0.p + 8 * u);
-            for (uint32_t i = 1; i < o->nsrc; i++)
-                acc = weft_x_reduce8(a, acc, weft_x_ld8(sp[i] + 8 * u));
-            weft_x_st8(d0.p + 8 * u, acc);
-            for (uint32_t i = 1; i < nd; i++)
-                weft_x_st8(dp[i] + 8 * u, acc);
-        }
+        weft_fan_t f;
+        weft_x_addrs(a, o, o->src, 0, o->nsrc, 0, it, unit, (char **)sp);
+        weft_x_addrs(a, o, o->dst, 0, nd, 0, it, unit, dp);
+        f.dtype = a->dtype;
+        f.op = a->op == WEFT_AVG ? (uint32_t)WEFT_SUM : a->op;
+        f.nsrc = (int)o->nsrc;
+        weft_fan_reduce(&f, dp, (int)nd, sp, s0.bytes / weft_dtype_size((weft_dtype_t)a->dtype), tid, nt);
         return 0;
     }
     case WEFT_XOP_PPKT: {
