@@ -18,6 +18,18 @@ WEFT_DEVICE uint64_t weft_coll_block_lo(weft_coll_args_t *a, int q)
     return a->count * (uint64_t)q / (uint64_t)a->nranks;
 }
 
+/* Our reduced block (@p acc), as packets into region 2 of our slot in
+ * every peer's packet buffer, this call's half. */
+WEFT_DEVICE void weft_coll_packet2_send_reduced(const weft_kctx_t *k, weft_coll_args_t *a,
+                                               const weft_coll_pkt_call_t *pc, uint64_t region2, const char *acc,
+                                               uint64_t bytes)
+{
+    for (int p = 0; p < a->nranks; p++)
+        if (p != a->rank)
+            weft_ll16_put((weft_ll16_t *)(a->chp[p].dst + pc->half_off + (uint64_t)a->rank * a->pkt_slot + region2),
+                          acc, bytes, pc->flag, weft_gtid(k), weft_gnthreads(k));
+}
+
 /*
  * The rest of the two-step after the first puts, every peer at once: our
  * block's packets from every peer unpacked together (their waits overlap)
@@ -39,11 +51,7 @@ WEFT_DEVICE void weft_coll_allreduce_packet2_fan_in(const weft_kctx_t *k, weft_c
     if (weft_coll_packet_reduce(k, a, acc, a->in + lo * es, pc->pkts, mine * es, pc->flag))
         return;
     weft_coll_grid_sync(k, a);
-    for (int p = 0; p < a->nranks; p++)
-        if (p != a->rank)
-            weft_ll16_put((weft_ll16_t *)(a->chp[p].dst + pc->half_off + (uint64_t)a->rank * a->pkt_slot +
-                                          region2),
-                          acc, mine * es, pc->flag, weft_gtid(k), weft_gnthreads(k));
+    weft_coll_packet2_send_reduced(k, a, pc, region2, acc, mine * es);
     /* the input was read before the syncs (block p went out first, ours
      * was reduced): in place, the output may be written now */
     weft_coll_copy(k, a, a->out + lo * es, acc, mine * es);
@@ -93,11 +101,7 @@ WEFT_DEVICE void weft_coll_allreduce_packet2(const weft_kctx_t *k, void *args)
     weft_coll_grid_sync(k, a);
     weft_coll_finish_avg(k, a, acc, mine);
     weft_coll_grid_sync(k, a);
-    for (int p = 0; p < a->nranks; p++)
-        if (p != a->rank)
-            weft_ll16_put((weft_ll16_t *)(a->chp[p].dst + pc.half_off + (uint64_t)a->rank * a->pkt_slot +
-                                          region2),
-                          acc, mine * es, pc.flag, weft_gtid(k), weft_gnthreads(k));
+    weft_coll_packet2_send_reduced(k, a, &pc, region2, acc, mine * es);
     /* the input was read above (block p went out in the first loop) */
     weft_coll_copy(k, a, a->out + lo * es, acc, mine * es);
     for (int p = 0; p < a->nranks; p++) {

@@ -518,22 +518,23 @@ WEFT_DEVICE int weft_x_run_op(const weft_kctx_t *k, const weft_exec_args_t *a, c
     case WEFT_XOP_RES:
     case WEFT_XOP_RRE:
     case WEFT_XOP_RRES: {
-        /* dst[0] = src[0] op src[1..]; res, rres: also to dst[1..] */
-        /* the collectives' one-pass reduction (reduce_fan.h): 16-byte
-         * vectors, several in flight a thread; AVG sums here and divides
-         * at the end (scale_bytes) */
+        /* dst[0] = src[0] op src[1..]; res, rres: also to dst[1..]. The
+         * collectives' one-pass reduction (reduce_fan.h): 16-byte vectors,
+         * several in flight a thread; AVG sums here and divides at the end
+         * (scale_bytes) */
         weft_xrange_t s0 = weft_x_range(a, o, &o->src[0], 0, it, unit);
         int send = o->code == WEFT_XOP_RES || o->code == WEFT_XOP_RRES;
-        char *dp[WEFT_X_MAX_BUFFERS];
-        const char *sp[WEFT_X_MAX_BUFFERS];
+        char *sp[WEFT_X_MAX_BUFFERS], *dp[WEFT_X_MAX_BUFFERS];
         uint32_t nd = send ? o->ndst : 1u;
         weft_fan_t f;
-        weft_x_addrs(a, o, o->src, 0, o->nsrc, 0, it, unit, (char **)sp);
+        sp[0] = s0.p;
+        weft_x_addrs(a, o, o->src, 1, o->nsrc, 0, it, unit, sp);
         weft_x_addrs(a, o, o->dst, 0, nd, 0, it, unit, dp);
         f.dtype = a->dtype;
         f.op = a->op == WEFT_AVG ? (uint32_t)WEFT_SUM : a->op;
         f.nsrc = (int)o->nsrc;
-        weft_fan_reduce(&f, dp, (int)nd, sp, s0.bytes / weft_dtype_size((weft_dtype_t)a->dtype), tid, nt);
+        weft_fan_reduce(&f, dp, (int)nd, (const char *const *)sp, s0.bytes / weft_dtype_size((weft_dtype_t)a->dtype),
+                        tid, nt);
         return 0;
     }
     case WEFT_XOP_PPKT: {
