@@ -425,6 +425,43 @@ WEFT_DEVICE void weft_ll16_put(weft_ll16_t *dst, const void *src, size_t bytes, 
     }
 }
 
+/* The two halves of the LL16 packet at @p s as they are now (no wait). */
+WEFT_DEVICE void weft_ll16_peek(const weft_ll16_t *s, uint64_t *lo, uint64_t *hi)
+{
+    uint64_t *p = (uint64_t *)s;
+    *lo = weft_load_relaxed_u64(&p[0]);
+    *hi = weft_load_relaxed_u64(&p[1]);
+}
+
+/* The 8 data bytes of a packet whose halves were read as @p lo, @p hi. */
+WEFT_DEVICE uint64_t weft_ll16_data(uint64_t lo, uint64_t hi)
+{
+    return (uint64_t)(uint32_t)lo | (uint64_t)(uint32_t)hi << 32;
+}
+
+/*
+ * Waits until both halves of the LL16 packet at @p s carry @p flag
+ * (bounded, as every device wait: @p peer is named on give-up) and puts
+ * its data in *data. 0 once they carry it, 1 if the wait gave up.
+ */
+WEFT_DEVICE int weft_ll16_get(const weft_ll16_t *s, uint32_t flag, uint64_t *data, weft_dev_ctl_t *ctl, int32_t peer)
+{
+    uint64_t lo, hi, start = 0;
+    unsigned spins = 0;
+    for (;;) {
+        weft_ll16_peek(s, &lo, &hi);
+        if ((uint32_t)(lo >> 32) == flag && (uint32_t)(hi >> 32) == flag)
+            break;
+        if (spins++ == 0)
+            start = weft_clock_ns();
+        else if ((spins & 63) == 0 && weft_dev_give_up(ctl, start, peer, WEFT_DEV_OP_PACKET_WAIT))
+            return 1;
+        weft_spin_pause(spins);
+    }
+    *data = weft_ll16_data(lo, hi);
+    return 0;
+}
+
 /* Waits for LL16 packets carrying @p flag in src and copies their data to
  * dst. 0 on success, 1 if the wait gave up. */
 WEFT_DEVICE int weft_ll16_unpack(void *dst, weft_ll16_t *src, size_t bytes, uint32_t flag, size_t tid, size_t ntid,
@@ -432,21 +469,10 @@ WEFT_DEVICE int weft_ll16_unpack(void *dst, weft_ll16_t *src, size_t bytes, uint
 {
     size_t n = (bytes + 7) / 8;
     for (size_t i = tid; i < n; i += ntid) {
-        uint64_t *p = (uint64_t *)&src[i];
-        uint64_t lo, hi, start = 0;
-        unsigned spins = 0;
-        for (;;) {
-            lo = weft_load_relaxed_u64(&p[0]);
-            hi = weft_load_relaxed_u64(&p[1]);
-            if ((uint32_t)(lo >> 32) == flag && (uint32_t)(hi >> 32) == flag)
-                break;
-            if (spins++ == 0)
-                start = weft_clock_ns();
-            else if ((spins & 63) == 0 && weft_dev_give_up(ctl, start, peer, WEFT_DEV_OP_PACKET_WAIT))
-                return 1;
-            weft_spin_pause(spins);
-        }
-        weft_store_tail8((char *)dst, i * 8, bytes, (uint64_t)(uint32_t)lo | (uint64_t)(uint32_t)hi << 32);
+        uint64_t v;
+        if (weft_ll16_get(&src[i], flag, &v, ctl, peer))
+            return 1;
+        weft_store_tail8((char *)dst, i * 8, bytes, v);
     }
     return 0;
 }

@@ -224,6 +224,7 @@ struct weft_coll_ctx {
     unsigned nblocks, nthreads;          /* launch shape */
     unsigned team_blocks;                /* most blocks of a team-per-block launch (one per 64 KiB of message) */
     int team_forced;                     /* WEFT_COLL_BLOCKS: that many, whatever the size */
+    unsigned packet_blocks;              /* > 1: packet launches run that many per-block teams */
     size_t bsync_off;                    /* their sync area in the packet buffer */
     size_t winfo_off;                    /* the per-block window rows (weft_coll_zc_publish) */
     weft_gpu_alloc_t calls;              /* without a packet buffer: the packet calls' counters (a.calls) */
@@ -459,6 +460,29 @@ static weft_status_t agree_team_blocks(weft_comm_t *comm, unsigned *out)
     return status;
 }
 
+/*
+ * Blocks of every packet launch (coll_common.h, "Packet teams"): each a
+ * team of its own with its share of every packet stream, so a small
+ * message is moved by several multiprocessors with no barrier between
+ * them. WEFT_COLL_PACKET_BLOCKS if set; else, on a GPU, DEFAULT_PACKET_BLOCKS
+ * (no more than the mesh's teams), and one (a single team) on the host,
+ * where a block is a thread and the ranks already share the cores, or
+ * where WEFT_COLL_BLOCKS asks for one team over that many blocks. The
+ * same for every packet launch of a communicator: each block counts the
+ * packet calls on its own (weft_coll_packet_call).
+ */
+#define DEFAULT_PACKET_BLOCKS 1
+
+static unsigned packet_launch_blocks(const weft_comm_t *comm, const struct weft_coll_ctx *x)
+{
+    int forced = weft_param_int(WEFT_P_COLL_PACKET_BLOCKS);
+    if (forced > 0)
+        return (unsigned)WEFT_MIN(forced, WEFT_COLL_MAX_TEAMS);
+    if ((comm->caps & WEFT_CAP_CPU_ACCESS) || x->team_forced)
+        return 1;
+    return WEFT_MAX(1u, WEFT_MIN((unsigned)DEFAULT_PACKET_BLOCKS, x->team_blocks));
+}
+
 /* Collective: every rank sets its context up in its first collective. */
 static weft_status_t coll_setup(weft_comm_t *comm)
 {
@@ -553,6 +577,7 @@ shape:
         x->nblocks = x->team_blocks = (unsigned)WEFT_MIN(weft_param_int(WEFT_P_COLL_BLOCKS), WEFT_COLL_MAX_TEAMS);
         x->team_forced = 1;
     }
+    x->packet_blocks = packet_launch_blocks(comm, x);
     if (x->mesh && (status = weft_comm_to_device(comm, x->handles.ptr, tmp, 2 * hb)) != WEFT_OK)
         goto err;
     free(tmp);
@@ -778,6 +803,9 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
         a.bsync_stride = (uint32_t)comm->nranks + 1;
         a.bsync_off = comm->coll->bsync_off;
         l.nblocks = team_launch_blocks(comm, bytes, a.scratch_half);
+    } else if (algo->packet && comm->coll->packet_blocks > 1) {
+        a.per_block = 1; /* packet teams: no block barrier, no sync area */
+        l.nblocks = comm->coll->packet_blocks;
     }
     weft_debug(WEFT_SUB_COLL, "%s of %zu bytes: %s", weft_coll_name(c->coll), bytes, algo->name);
     comm->coll->last_args = a;

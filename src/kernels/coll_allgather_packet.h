@@ -25,8 +25,8 @@ WEFT_DEVICE void weft_coll_allgather_packet(const weft_kctx_t *k, void *args)
         if (p != a->rank && weft_coll_packet_put(k, a, &pc, p, a->in, bytes))
             return;
     if ((const char *)a->in != mine) /* in place: the block is there already */
-        weft_copy(mine, a->in, bytes, weft_gtid(k), weft_gnthreads(k));
-    if (weft_coll_grid_sync_or(k, a, weft_coll_unpack_peers(k, a, out, bytes, pc.pkts, bytes, pc.flag)))
+        weft_coll_copy_part(k, a, mine, a->in, bytes);
+    if (weft_coll_sync_or(k, a, weft_coll_unpack_peers(k, a, out, bytes, pc.pkts, bytes, pc.flag)))
         return;
     weft_coll_packet_done(k, a, &pc);
 }

@@ -18,16 +18,16 @@ WEFT_DEVICE uint64_t weft_coll_block_lo(weft_coll_args_t *a, int q)
     return a->count * (uint64_t)q / (uint64_t)a->nranks;
 }
 
-/* Our reduced block (@p acc), as packets into region 2 of our slot in
- * every peer's packet buffer, this call's half. */
+/* Our reduced block (@p acc, this team's part of it), as packets into
+ * region 2 of our slot in every peer's packet buffer, this call's half. */
 WEFT_DEVICE void weft_coll_packet2_send_reduced(const weft_kctx_t *k, weft_coll_args_t *a,
                                                const weft_coll_pkt_call_t *pc, uint64_t region2, const char *acc,
                                                uint64_t bytes)
 {
     for (int p = 0; p < a->nranks; p++)
         if (p != a->rank)
-            weft_ll16_put((weft_ll16_t *)(a->chp[p].dst + pc->half_off + (uint64_t)a->rank * a->pkt_slot + region2),
-                          acc, bytes, pc->flag, weft_gtid(k), weft_gnthreads(k));
+            weft_coll_pkt_put_part(k, a, a->chp[p].dst + pc->half_off + (uint64_t)a->rank * a->pkt_slot + region2, acc,
+                                   bytes, pc->flag);
 }
 
 /*
@@ -50,16 +50,16 @@ WEFT_DEVICE void weft_coll_allreduce_packet2_fan_in(const weft_kctx_t *k, weft_c
     char *acc = a->scratch + a->scratch_half;
     if (weft_coll_packet_reduce(k, a, acc, a->in + lo * es, pc->pkts, mine * es, pc->flag))
         return;
-    weft_coll_grid_sync(k, a);
+    weft_coll_sync(k, a);
     weft_coll_packet2_send_reduced(k, a, pc, region2, acc, mine * es);
     /* the input was read before the syncs (block p went out first, ours
      * was reduced): in place, the output may be written now */
-    weft_coll_copy(k, a, a->out + lo * es, acc, mine * es);
+    weft_coll_copy_part(k, a, a->out + lo * es, acc, mine * es);
     for (int p = 0; p < a->nranks; p++) {
         uint64_t plo = weft_coll_block_lo(a, p), pn = weft_coll_block_lo(a, p + 1) - plo;
-        if (p != a->rank &&
-            weft_ll16_unpack(a->out + plo * es, (weft_ll16_t *)(pc->pkts + (uint64_t)p * a->pkt_slot + region2),
-                             pn * es, pc->flag, weft_gtid(k), weft_gnthreads(k), a->ctl, p))
+        if (p != a->rank && weft_coll_pkt_unpack_part(k, a, a->out + plo * es,
+                                                      pc->pkts + (uint64_t)p * a->pkt_slot + region2, pn * es,
+                                                      pc->flag, p))
             return;
     }
     weft_coll_packet_done(k, a, pc);
@@ -72,7 +72,7 @@ WEFT_DEVICE void weft_coll_allreduce_packet2(const weft_kctx_t *k, void *args)
     /* region 2 of a slot: a block's packets (at most about half the
      * largest packet message, twice over) fit below it (coll.c sizes slots) */
     uint64_t region2 = a->pkt_slot / 2 / 16 * 16;
-    uint64_t lo = weft_coll_block_lo(a, a->rank), mine = weft_coll_block_lo(a, a->rank + 1) - lo;
+    uint64_t lo = weft_coll_block_lo(a, a->rank), mine = weft_coll_block_lo(a, a->rank + 1) - lo, off, n;
     char *acc = a->scratch + a->scratch_half, *tmp = a->scratch;
     weft_coll_pkt_call_t pc = weft_coll_packet_call(k, a);
     const char *own = pc.pkts; /* our packet buffer, this call's half */
@@ -87,33 +87,33 @@ WEFT_DEVICE void weft_coll_allreduce_packet2(const weft_kctx_t *k, void *args)
         return;
     }
 #endif
-    weft_coll_copy(k, a, acc, a->in + lo * es, mine * es);
+    /* this team's part of our block: it reduces acc [off, off + n) */
+    weft_coll_pkt_part(k, a, mine * es, &off, &n);
+    weft_coll_copy(k, a, acc + off, a->in + lo * es + off, n);
     for (int p = 0; p < a->nranks; p++) {
         if (p == a->rank)
             continue;
-        weft_coll_grid_sync(k, a);
-        if (weft_ll16_unpack(tmp, (weft_ll16_t *)(own + (uint64_t)p * a->pkt_slot), mine * es, pc.flag,
-                             weft_gtid(k), weft_gnthreads(k), a->ctl, p))
+        weft_coll_sync(k, a);
+        if (weft_coll_pkt_unpack_part(k, a, tmp, own + (uint64_t)p * a->pkt_slot, mine * es, pc.flag, p))
             return;
-        weft_coll_grid_sync(k, a);
-        weft_coll_reduce(k, a, acc, tmp, mine);
+        weft_coll_sync(k, a);
+        weft_coll_reduce(k, a, acc + off, tmp + off, n / es);
     }
-    weft_coll_grid_sync(k, a);
-    weft_coll_finish_avg(k, a, acc, mine);
-    weft_coll_grid_sync(k, a);
+    weft_coll_sync(k, a);
+    weft_coll_finish_avg(k, a, acc + off, n / es);
+    weft_coll_sync(k, a);
     weft_coll_packet2_send_reduced(k, a, &pc, region2, acc, mine * es);
     /* the input was read above (block p went out in the first loop) */
-    weft_coll_copy(k, a, a->out + lo * es, acc, mine * es);
+    weft_coll_copy_part(k, a, a->out + lo * es, acc, mine * es);
     for (int p = 0; p < a->nranks; p++) {
         uint64_t plo = weft_coll_block_lo(a, p), pn = weft_coll_block_lo(a, p + 1) - plo;
         if (p == a->rank)
             continue;
-        weft_coll_grid_sync(k, a);
-        if (weft_ll16_unpack(tmp, (weft_ll16_t *)(own + (uint64_t)p * a->pkt_slot + region2), pn * es, pc.flag,
-                             weft_gtid(k), weft_gnthreads(k), a->ctl, p))
+        weft_coll_sync(k, a);
+        if (weft_coll_pkt_unpack_part(k, a, tmp, own + (uint64_t)p * a->pkt_slot + region2, pn * es, pc.flag, p))
             return;
-        weft_coll_grid_sync(k, a);
-        weft_coll_copy(k, a, a->out + plo * es, tmp, pn * es);
+        weft_coll_sync(k, a);
+        weft_coll_copy_part(k, a, a->out + plo * es, tmp, pn * es);
     }
     weft_coll_packet_done(k, a, &pc);
 }

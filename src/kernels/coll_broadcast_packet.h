@@ -24,12 +24,12 @@ WEFT_DEVICE void weft_coll_broadcast_packet(const weft_kctx_t *k, void *args)
             if (p != a->rank && weft_coll_packet_put(k, a, &pc, p, a->in, bytes))
                 return;
         if ((const char *)a->in != a->out)
-            weft_copy(a->out, a->in, bytes, weft_gtid(k), weft_gnthreads(k));
+            weft_coll_copy_part(k, a, a->out, a->in, bytes);
     } else {
-        bad = weft_ll16_unpack(a->out, (weft_ll16_t *)(pc.pkts + (uint64_t)a->root * a->pkt_slot), bytes, pc.flag,
-                               weft_gtid(k), weft_gnthreads(k), a->ctl, a->root);
+        bad = weft_coll_pkt_unpack_part(k, a, a->out, pc.pkts + (uint64_t)a->root * a->pkt_slot, bytes, pc.flag,
+                                        a->root);
     }
-    if (weft_coll_grid_sync_or(k, a, bad))
+    if (weft_coll_sync_or(k, a, bad))
         return;
     weft_coll_packet_done_loose(k, a, &pc);
 }

@@ -36,8 +36,9 @@
  * block of its own launch, so blocks need not be resident together, and
  * as many blocks as the GPU has cores move data at once. The weft_coll_*
  * helpers below (tid, copy, reduce, sync, barrier, scratch, range) follow
- * the team; the packet, ring and point-to-point bodies always run as one
- * team of the launch.
+ * the team. The packet bodies run as one team or, on a GPU, as per-block
+ * teams that split every packet stream (see "Packet teams" below); the
+ * ring and point-to-point bodies always run as one team of the launch.
  */
 #ifndef WEFT_KERNELS_COLL_COMMON_H
 #define WEFT_KERNELS_COLL_COMMON_H
@@ -151,6 +152,14 @@ WEFT_DEVICE int weft_coll_sync(const weft_kctx_t *k, weft_coll_args_t *a)
         return weft_coll_grid_sync(k, a);
     weft_block_sync(k);
     return 0;
+}
+
+/* weft_coll_sync, carrying an error as weft_coll_grid_sync_or does. */
+WEFT_DEVICE int weft_coll_sync_or(const weft_kctx_t *k, weft_coll_args_t *a, int bad)
+{
+    if (!a->per_block)
+        return weft_coll_grid_sync_or(k, a, bad);
+    return weft_block_sync_or(k, bad);
 }
 
 /* Block @p block's row of the per-block sync area of the packet buffer at
@@ -414,10 +423,18 @@ WEFT_DEVICE weft_coll_pkt_call_t weft_coll_packet_call(const weft_kctx_t *k, con
 WEFT_DEVICE int weft_coll_packet_room(const weft_kctx_t *k, const weft_coll_args_t *a, const weft_coll_pkt_call_t *c,
                                       int p)
 {
+    uint64_t *calls = (uint64_t *)(a->chp[p].dst + a->calls_off);
     if (!c->check_room)
         return 0;
-    return weft_wait_geq_u64(a->ctl, (uint64_t *)(a->chp[p].dst + a->calls_off) + 2 * (uint64_t)k->block, c->call - 1,
-                             p, WEFT_DEV_OP_PACKET_WAIT);
+    if (!a->per_block)
+        return weft_wait_geq_u64(a->ctl, calls + 2 * (uint64_t)k->block, c->call - 1, p, WEFT_DEV_OP_PACKET_WAIT);
+    /* packet teams: the part we write now may be one that another of
+     * p's blocks read in call - 2 (shares move with the size), so every
+     * block of p must have finished it */
+    for (unsigned b = 0; b < k->nblocks; b++)
+        if (weft_wait_geq_u64(a->ctl, calls + 2 * (uint64_t)b, c->call - 1, p, WEFT_DEV_OP_PACKET_WAIT))
+            return 1;
+    return 0;
 }
 
 /* At the end of a packet body: every thread of the block read the counter
@@ -439,36 +456,99 @@ WEFT_DEVICE void weft_coll_packet_done_loose(const weft_kctx_t *k, const weft_co
     weft_coll_packet_done(k, a, c);
 }
 
-/* Puts @p bytes of src as LL16 packets into our slot of peer p's packet
- * buffer, this call's half, once there is room. 1 if the wait gave up. */
+/*
+ * Packet teams. A packet body launched as per-block teams (coll.c: the
+ * communicator's packet blocks) splits every packet stream, the bytes one
+ * rank sends another in one piece, among its blocks: block b of every
+ * rank takes the same share of each stream (16-byte boundaries, so
+ * elements and packets stay whole and vector loops aligned), writes that
+ * share's packets and reads the same share of the streams that come to it,
+ * which block b of their senders wrote. The blocks of a rank never wait
+ * for each other, so the launch needs no grid barrier and each block's
+ * multiprocessor moves its share. One team of the whole launch takes each
+ * stream whole. The packets of stream bytes [off, off + n) start 2 * off
+ * bytes into the stream's packets (8 data bytes a 16-byte packet).
+ */
+WEFT_DEVICE void weft_coll_pkt_part(const weft_kctx_t *k, const weft_coll_args_t *a, uint64_t bytes, uint64_t *off,
+                                    uint64_t *n)
+{
+    uint64_t lo = 0, hi = bytes, units = bytes / 16;
+    if (a->per_block && k->nblocks > 1) {
+        lo = units * k->block / k->nblocks * 16;
+        hi = k->block + 1 == k->nblocks ? bytes : units * (k->block + 1) / k->nblocks * 16;
+    }
+    *off = lo;
+    *n = hi - lo;
+}
+
+/* This team's part of a stream of @p bytes from src, as LL16 packets at
+ * @p pkts (where the stream's packets go). */
+WEFT_DEVICE void weft_coll_pkt_put_part(const weft_kctx_t *k, const weft_coll_args_t *a, char *pkts, const char *src,
+                                        uint64_t bytes, uint32_t flag)
+{
+    uint64_t off, n;
+    weft_coll_pkt_part(k, a, bytes, &off, &n);
+    weft_ll16_put((weft_ll16_t *)(pkts + 2 * off), src + off, n, flag, weft_coll_tid(k, a), weft_coll_nt(k, a));
+}
+
+/* This team's part of a stream of @p bytes from rank @p peer, whose
+ * packets are at @p pkts, unpacked into dst. 1 if the wait gave up. */
+WEFT_DEVICE int weft_coll_pkt_unpack_part(const weft_kctx_t *k, const weft_coll_args_t *a, char *dst, const char *pkts,
+                                          uint64_t bytes, uint32_t flag, int peer)
+{
+    uint64_t off, n;
+    weft_coll_pkt_part(k, a, bytes, &off, &n);
+    return weft_ll16_unpack(dst + off, (weft_ll16_t *)(pkts + 2 * off), n, flag, weft_coll_tid(k, a),
+                            weft_coll_nt(k, a), a->ctl, peer);
+}
+
+/* This team's part of @p bytes (as weft_coll_pkt_part splits them),
+ * copied. */
+WEFT_DEVICE void weft_coll_copy_part(const weft_kctx_t *k, weft_coll_args_t *a, char *dst, const char *src,
+                                     uint64_t bytes)
+{
+    uint64_t off, n;
+    weft_coll_pkt_part(k, a, bytes, &off, &n);
+    weft_coll_copy(k, a, dst + off, src + off, n);
+}
+
+/* Puts this team's part of @p bytes of src as LL16 packets into our slot
+ * of peer p's packet buffer, this call's half, once there is room. 1 if
+ * the wait gave up. */
 WEFT_DEVICE int weft_coll_packet_put(const weft_kctx_t *k, const weft_coll_args_t *a, const weft_coll_pkt_call_t *c,
                                      int p, const void *src, uint64_t bytes)
 {
     if (weft_coll_packet_room(k, a, c, p))
         return 1;
-    weft_ll16_put((weft_ll16_t *)(a->chp[p].dst + c->half_off + (uint64_t)a->rank * a->pkt_slot), src, bytes, c->flag,
-                  weft_gtid(k), weft_gnthreads(k));
+    weft_coll_pkt_put_part(k, a, a->chp[p].dst + c->half_off + (uint64_t)a->rank * a->pkt_slot, (const char *)src,
+                           bytes, c->flag);
     return 0;
 }
 
 /*
- * Unpacks every peer's LL16 packets in a one-shot body (@p bytes each, peer
- * q's in pkts + q * pkt_slot) to dst + q * stride, our own q skipped. The
- * pairs (peer q, word w) are spread over the whole grid, so the waits for
- * the peers overlap. 1 if a wait gave up.
+ * Unpacks this team's part (weft_coll_pkt_part) of every peer's LL16
+ * packets in a one-shot body (streams of @p bytes, peer q's packets at
+ * pkts + q * pkt_slot) to dst + q * stride, our own q skipped. The pairs
+ * (peer q, word w) are spread over the team, so the waits for the peers
+ * overlap. 1 if a wait gave up.
  */
 WEFT_DEVICE int weft_coll_unpack_peers(const weft_kctx_t *k, const weft_coll_args_t *a, char *dst, uint64_t stride,
                                        const char *pkts, uint64_t bytes, uint32_t flag)
 {
-    uint64_t words = (bytes + 7) / 8, pairs = words * (uint64_t)a->nranks, i = weft_gtid(k), step = weft_gnthreads(k);
+    uint64_t off, n;
+    weft_coll_pkt_part(k, a, bytes, &off, &n);
+    uint64_t words = (n + 7) / 8, pairs = words * (uint64_t)a->nranks, i = weft_coll_tid(k, a),
+             step = weft_coll_nt(k, a);
     /* pair i is (q, w) = (i / words, i % words), stepped without a
      * division per pair (a 64-bit one costs tens of instructions) */
     uint64_t div = words ? words : 1, step_q = step / div, step_w = step % div, q = i / div, w = i % div;
-    int bad = 0;
-    for (; i < pairs && !bad; i += step) {
-        if (q != (uint64_t)a->rank)
-            bad = weft_ll16_unpack(dst + q * stride, (weft_ll16_t *)(pkts + q * a->pkt_slot), bytes, flag, w, words,
-                                   a->ctl, (int)q);
+    for (; i < pairs; i += step) {
+        uint64_t v;
+        if (q != (uint64_t)a->rank) {
+            if (weft_ll16_get((const weft_ll16_t *)(pkts + q * a->pkt_slot + 2 * off) + w, flag, &v, a->ctl, (int)q))
+                return 1;
+            weft_store_tail8(dst + q * stride + off, w * 8, n, v);
+        }
         q += step_q;
         w += step_w;
         if (w >= words) {
@@ -476,52 +556,53 @@ WEFT_DEVICE int weft_coll_unpack_peers(const weft_kctx_t *k, const weft_coll_arg
             q++;
         }
     }
-    return bad;
+    return 0;
 }
 
 /*
  * The reduction of a one-shot packet body: @p own (this rank's part, @p
  * bytes) and the n - 1 peers' packets of this call (pkts + q * pkt_slot)
  * reduced over the ranks in rank order into dst (the order makes every
- * rank's result the same as the other algorithms'). The peers' packets
- * are unpacked at once (weft_coll_unpack_peers) into scratch, then, after
- * one team barrier, reduced in one pass. More ranks than one pass reads,
- * more than scratch holds, or buffers not aligned to the element size:
- * peer by peer into an accumulator. 1 if a wait gave up (the body
- * returns: its communicator has failed).
+ * rank's result the same as the other algorithms'), this team's part of
+ * them (weft_coll_pkt_part). The peers' packets are unpacked at once
+ * (weft_coll_unpack_peers) into scratch, then, after a team barrier,
+ * reduced in one pass. More ranks than one pass reads, more than scratch
+ * holds, or buffers not aligned to the element size: peer by peer into an
+ * accumulator. 1 if a wait gave up (the body returns: its communicator has
+ * failed).
  */
 WEFT_DEVICE int weft_coll_packet_reduce(const weft_kctx_t *k, weft_coll_args_t *a, char *dst, const char *own,
                                         const char *pkts, uint64_t bytes, uint32_t flag)
 {
     size_t es = weft_dtype_size((weft_dtype_t)a->dtype);
-    uint64_t stride = (bytes + 63) / 64 * 64, n = bytes / es;
+    uint64_t stride = (bytes + 63) / 64 * 64, off, n;
     char *acc = a->scratch + a->scratch_half, *tmp = a->scratch;
+    weft_coll_pkt_part(k, a, bytes, &off, &n);
     if (a->nranks <= WEFT_COLL_MAX_FAN && stride * (uint64_t)a->nranks <= a->scratch_half &&
         (((uintptr_t)own | (uintptr_t)dst) & (es - 1)) == 0) {
         const char *src[WEFT_COLL_MAX_FAN];
         /* peer q's words land at tmp + q * stride (our own slot unused) */
-        if (weft_coll_grid_sync_or(k, a, weft_coll_unpack_peers(k, a, tmp, stride, pkts, bytes, flag)))
+        if (weft_coll_sync_or(k, a, weft_coll_unpack_peers(k, a, tmp, stride, pkts, bytes, flag)))
             return 1;
         for (int p = 0; p < a->nranks; p++)
-            src[p] = p == a->rank ? own : tmp + (uint64_t)p * stride;
-        weft_coll_reduce_from(k, a, dst, src, n);
+            src[p] = p == a->rank ? own + off : tmp + (uint64_t)p * stride + off;
+        weft_coll_reduce_from(k, a, dst + off, src, n / es);
         return 0;
     }
-    weft_coll_copy(k, a, acc, own, bytes);
+    weft_coll_copy(k, a, acc + off, own + off, n);
     for (int p = 0; p < a->nranks; p++) {
         if (p == a->rank)
             continue;
-        weft_coll_grid_sync(k, a);
-        if (weft_ll16_unpack(tmp, (weft_ll16_t *)(pkts + (uint64_t)p * a->pkt_slot), bytes, flag, weft_gtid(k),
-                             weft_gnthreads(k), a->ctl, p))
+        weft_coll_sync(k, a);
+        if (weft_coll_pkt_unpack_part(k, a, tmp, pkts + (uint64_t)p * a->pkt_slot, bytes, flag, p))
             return 1;
-        weft_coll_grid_sync(k, a);
-        weft_coll_reduce(k, a, acc, tmp, n);
+        weft_coll_sync(k, a);
+        weft_coll_reduce(k, a, acc + off, tmp + off, n / es);
     }
-    weft_coll_grid_sync(k, a);
-    weft_coll_finish_avg(k, a, acc, n);
-    weft_coll_grid_sync(k, a);
-    weft_coll_copy(k, a, dst, acc, bytes);
+    weft_coll_sync(k, a);
+    weft_coll_finish_avg(k, a, acc + off, n / es);
+    weft_coll_sync(k, a);
+    weft_coll_copy(k, a, dst + off, acc + off, n);
     return 0;
 }
 

@@ -19,7 +19,7 @@ WEFT_DEVICE void weft_coll_reduce_packet(const weft_kctx_t *k, void *args)
     uint64_t bytes = a->count * weft_dtype_size((weft_dtype_t)a->dtype);
     weft_coll_pkt_call_t pc = weft_coll_packet_call(k, a);
     if (a->rank != a->root) {
-        if (weft_coll_packet_put(k, a, &pc, a->root, a->in, bytes) || weft_coll_grid_sync(k, a))
+        if (weft_coll_packet_put(k, a, &pc, a->root, a->in, bytes) || weft_coll_sync(k, a))
             return;
         weft_coll_packet_done_loose(k, a, &pc);
         return;

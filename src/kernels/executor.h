@@ -336,21 +336,7 @@ WEFT_DEVICE void weft_x_pkt_put8(const weft_exec_args_t *a, char *p, uint64_t i,
 /* Waits for the packet(s) of data bytes [8i, 8i + 8) at @p p; 1 on give-up. */
 WEFT_DEVICE int weft_x_pkt_get8(const weft_exec_args_t *a, char *p, uint64_t i, uint64_t *out)
 {
-    uint64_t *w = (uint64_t *)p + 2 * i, lo, hi, start = 0;
-    unsigned spins = 0;
-    for (;;) {
-        lo = weft_load_relaxed_u64(&w[0]);
-        hi = weft_load_relaxed_u64(&w[1]);
-        if ((uint32_t)(lo >> 32) == a->flag && (uint32_t)(hi >> 32) == a->flag)
-            break;
-        if (spins++ == 0)
-            start = weft_clock_ns();
-        else if ((spins & 63) == 0 && weft_dev_give_up(a->ctl, start, -1, WEFT_DEV_OP_PACKET_WAIT))
-            return 1;
-        weft_spin_pause(spins);
-    }
-    *out = (uint64_t)(uint32_t)lo | (uint64_t)(uint32_t)hi << 32;
-    return 0;
+    return weft_ll16_get((const weft_ll16_t *)(p + 16 * i), a->flag, out, a->ctl, -1);
 }
 
 /* Block-wide barrier of @p n blocks on slot @p id (generation counter). */

@@ -233,7 +233,7 @@ int main(void)
     /* small scratch and packet limits: many chunks, both allreduce algorithms */
     setenv("WEFT_COLL_SCRATCH_BYTES", "65536", 1);
     setenv("WEFT_COLL_PACKET_MAX_BYTES", "2048", 1);
-    plan(22);
+    plan(24);
     for (size_t i = 0; i < sizeof(nr) / sizeof(nr[0]); i++)
         ok(run_ranks(nr[i], 300000, rank_main, nr[i] == 8 ? (void *)1 : NULL, NULL),
            "%d ranks: allreduce, reduce-scatter, allgather, broadcast, reduce, alltoall x 12 types x 5 ops, "
@@ -293,6 +293,19 @@ int main(void)
        "3 ranks, broadcast and reduce by one-shot LL packets: the same sweep");
     ok(run_ranks(8, 300000, rank_main, (void *)1, NULL),
        "8 ranks, broadcast and reduce by one-shot LL packets: the same sweep");
+    /* packet teams (several blocks a launch, each with its share of every
+     * packet stream, no barrier between them): every packet algorithm
+     * with 3 teams, and the two-step allreduce with 5 (shares of zero
+     * size at the small counts) */
+    setenv("WEFT_COLL_PACKET_BLOCKS", "3", 1);
+    setenv("WEFT_ALGO", "allreduce:packet,allgather:packet,reducescatter:packet,broadcast:packet,reduce:packet", 1);
+    ok(run_ranks(3, 300000, rank_main, (void *)1, NULL),
+       "3 ranks, 3 packet teams a launch, every one-shot packet algorithm: the same sweep");
+    setenv("WEFT_COLL_PACKET_BLOCKS", "5", 1);
+    setenv("WEFT_ALGO", "allreduce:packet2", 1);
+    ok(run_ranks(4, 300000, rank_main, (void *)1, NULL),
+       "4 ranks, 5 packet teams a launch, allreduce by two-step LL packets: the same sweep");
+    unsetenv("WEFT_COLL_PACKET_BLOCKS");
     /* the tree broadcast (links, chunks forwarded on arrival): 5 ranks
      * (an incomplete tree) and 8, every root */
     setenv("WEFT_ALGO", "broadcast:tree", 1);

@@ -20,6 +20,7 @@
 
 #define CALLS 240
 #define COUNT 37 /* int32 elements a rank: several packets, an odd tail */
+#define MAX_COUNT (COUNT + 6 * 45)
 
 enum { BCAST, REDUCE, ALLREDUCE, ALLGATHER, RSCATTER };
 /* runs of non-waiting bodies, and each kind after each other */
@@ -34,13 +35,21 @@ static int32_t value(int rank, int call, int e)
     return (rank + 1) * 100000 + call * 7 + e;
 }
 
+/* Elements a rank in call i: COUNT, or (with @p vary) a size that moves
+ * from call to call, so that with several packet teams a team's share of
+ * a peer's buffer overlaps what other teams read two calls before. */
+static int count_of(int call, int vary)
+{
+    return vary ? COUNT + (call * 29 % 7) * 45 : COUNT;
+}
+
 static int root_of(int call, int nranks)
 {
     return (call / 3) % nranks;
 }
 
 /* the expected element e of call i's output on @p rank; 0: leave unchecked */
-static int expect(int kind, int i, int rank, int nranks, int e, int32_t *want)
+static int expect(int kind, int i, int rank, int nranks, int e, int cnt, int32_t *want)
 {
     int32_t s = 0;
     switch (kind) {
@@ -54,10 +63,10 @@ static int expect(int kind, int i, int rank, int nranks, int e, int32_t *want)
             s += value(q, i, e);
         *want = s;
         return 1;
-    case ALLGATHER: *want = value(e / COUNT, i, e % COUNT); return 1;
+    case ALLGATHER: *want = value(e / cnt, i, e % cnt); return 1;
     default:
         for (int q = 0; q < nranks; q++)
-            s += value(q, i, rank * COUNT + e);
+            s += value(q, i, rank * cnt + e);
         *want = s;
         return 1;
     }
@@ -67,10 +76,10 @@ static int burst(int rank, int nranks, void *arg)
 {
     weft_comm_t *comm;
     weft_stream_t *s;
-    size_t row = (size_t)nranks * COUNT;
+    int vary = arg != NULL;
+    size_t row = (size_t)nranks * MAX_COUNT;
     int32_t *in = calloc((size_t)CALLS * row, sizeof(int32_t)), *out = calloc((size_t)CALLS * row, sizeof(int32_t));
     int fails = 0;
-    (void)arg;
     if (!in || !out || !job_id(rank, &id) || weft_comm_init(&id, nranks, rank, NULL, &comm) != WEFT_OK ||
         weft_stream_create(comm, &s) != WEFT_OK)
         return rank_fail("init: %s", weft_get_last_error());
@@ -81,17 +90,17 @@ static int burst(int rank, int nranks, void *arg)
         usleep(50000); /* the others run ahead */
     for (int i = 0; i < CALLS && !fails; i++) {
         int32_t *x = in + (size_t)i * row, *y = out + (size_t)i * row;
-        int kind = pattern[i % NPATTERN];
+        int kind = pattern[i % NPATTERN], cnt = count_of(i, vary);
         weft_status_t st;
         if (rank == 1 && i % 40 == 20)
             usleep(5000);
         rank_step("call %d (kind %d)", i, kind);
         switch (kind) {
-        case BCAST: st = weft_broadcast(x, y, COUNT, WEFT_INT32, root_of(i, nranks), comm, s); break;
-        case REDUCE: st = weft_reduce(x, y, COUNT, WEFT_INT32, WEFT_SUM, root_of(i, nranks), comm, s); break;
-        case ALLREDUCE: st = weft_allreduce(x, y, COUNT, WEFT_INT32, WEFT_SUM, comm, s); break;
-        case ALLGATHER: st = weft_allgather(x, y, COUNT, WEFT_INT32, comm, s); break;
-        default: st = weft_reduce_scatter(x, y, COUNT, WEFT_INT32, WEFT_SUM, comm, s); break;
+        case BCAST: st = weft_broadcast(x, y, cnt, WEFT_INT32, root_of(i, nranks), comm, s); break;
+        case REDUCE: st = weft_reduce(x, y, cnt, WEFT_INT32, WEFT_SUM, root_of(i, nranks), comm, s); break;
+        case ALLREDUCE: st = weft_allreduce(x, y, cnt, WEFT_INT32, WEFT_SUM, comm, s); break;
+        case ALLGATHER: st = weft_allgather(x, y, cnt, WEFT_INT32, comm, s); break;
+        default: st = weft_reduce_scatter(x, y, cnt, WEFT_INT32, WEFT_SUM, comm, s); break;
         }
         if (st != WEFT_OK)
             fails += rank_fail("call %d (kind %d): %s", i, kind, weft_get_last_error());
@@ -100,11 +109,11 @@ static int burst(int rank, int nranks, void *arg)
     if (!fails && weft_stream_synchronize(s) != WEFT_OK)
         fails += rank_fail("synchronise: %s", weft_get_last_error());
     for (int i = 0; i < CALLS && !fails; i++) {
-        int kind = pattern[i % NPATTERN];
-        int n = kind == ALLGATHER ? (int)row : COUNT;
+        int kind = pattern[i % NPATTERN], cnt = count_of(i, vary);
+        int n = kind == ALLGATHER ? nranks * cnt : cnt;
         for (int e = 0; e < n; e++) {
             int32_t want, got = out[(size_t)i * row + e];
-            if (expect(kind, i, rank, nranks, e, &want) && got != want) {
+            if (expect(kind, i, rank, nranks, e, cnt, &want) && got != want) {
                 fails += rank_fail("call %d (kind %d, root %d): element %d is %d, want %d", i, kind,
                                    root_of(i, nranks), e, got, want);
                 break;
@@ -120,7 +129,8 @@ static int burst(int rank, int nranks, void *arg)
 
 int main(void)
 {
-    plan(4);
+    static int vary = 1;
+    plan(7);
     setenv("WEFT_ALGO", "allreduce:packet,allgather:packet,reducescatter:packet,broadcast:packet,reduce:packet", 1);
     ok(run_ranks(3, 120000, burst, NULL, NULL), "3 ranks: %d packet collectives back to back, each result right",
        CALLS);
@@ -130,5 +140,14 @@ int main(void)
     unsetenv("WEFT_COLL_BLOCKS");
     setenv("WEFT_ALGO", "allreduce:packet2,allgather:packet,reducescatter:packet,broadcast:packet,reduce:packet", 1);
     ok(run_ranks(4, 120000, burst, NULL, NULL), "4 ranks, the two-step allreduce among them: the same");
+    /* packet teams: 3 blocks a launch, each with its share of every
+     * packet stream, sizes moving from call to call */
+    setenv("WEFT_COLL_PACKET_BLOCKS", "3", 1);
+    ok(run_ranks(4, 120000, burst, &vary, NULL), "4 ranks, 3 packet teams a launch, sizes moving: the same");
+    setenv("WEFT_ALGO", "allreduce:packet,allgather:packet,reducescatter:packet,broadcast:packet,reduce:packet", 1);
+    ok(run_ranks(3, 120000, burst, &vary, NULL), "3 ranks, 3 packet teams, the one-shot allreduce: the same");
+    setenv("WEFT_COLL_PACKET_BLOCKS", "5", 1);
+    ok(run_ranks(8, 120000, burst, &vary, NULL), "8 ranks, 5 packet teams: the same");
+    unsetenv("WEFT_COLL_PACKET_BLOCKS");
     return test_done();
 }
