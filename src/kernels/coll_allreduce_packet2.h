@@ -30,6 +30,27 @@ WEFT_DEVICE void weft_coll_packet2_send_reduced(const weft_kctx_t *k, weft_coll_
                                    bytes, pc->flag);
 }
 
+/* Every peer's reduced block, this team's part of it, from region 2 of
+ * its slot straight into the output (the blocks are disjoint, and in place
+ * this team read those input bytes itself, in its first puts), then the
+ * call is done. The team syncs first: the counter may move only after
+ * every read of the packet buffer (weft_coll_packet_room). */
+WEFT_DEVICE void weft_coll_packet2_unpack_reduced(const weft_kctx_t *k, weft_coll_args_t *a,
+                                                 const weft_coll_pkt_call_t *pc, uint64_t region2)
+{
+    uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype);
+    int bad = 0;
+    for (int p = 0; p < a->nranks && !bad; p++) {
+        uint64_t plo = weft_coll_block_lo(a, p), pn = weft_coll_block_lo(a, p + 1) - plo;
+        if (p != a->rank)
+            bad = weft_coll_pkt_unpack_part(k, a, a->out + plo * es, pc->pkts + (uint64_t)p * a->pkt_slot + region2,
+                                            pn * es, pc->flag, p);
+    }
+    if (weft_coll_sync_or(k, a, bad))
+        return;
+    weft_coll_packet_done(k, a, pc);
+}
+
 /*
  * The rest of the two-step after the first puts, every peer at once: our
  * block's packets from every peer unpacked together (their waits overlap)
@@ -55,14 +76,7 @@ WEFT_DEVICE void weft_coll_allreduce_packet2_fan_in(const weft_kctx_t *k, weft_c
     /* the input was read before the syncs (block p went out first, ours
      * was reduced): in place, the output may be written now */
     weft_coll_copy_part(k, a, a->out + lo * es, acc, mine * es);
-    for (int p = 0; p < a->nranks; p++) {
-        uint64_t plo = weft_coll_block_lo(a, p), pn = weft_coll_block_lo(a, p + 1) - plo;
-        if (p != a->rank && weft_coll_pkt_unpack_part(k, a, a->out + plo * es,
-                                                      pc->pkts + (uint64_t)p * a->pkt_slot + region2, pn * es,
-                                                      pc->flag, p))
-            return;
-    }
-    weft_coll_packet_done(k, a, pc);
+    weft_coll_packet2_unpack_reduced(k, a, pc, region2);
 }
 
 WEFT_DEVICE void weft_coll_allreduce_packet2(const weft_kctx_t *k, void *args)
@@ -105,17 +119,7 @@ WEFT_DEVICE void weft_coll_allreduce_packet2(const weft_kctx_t *k, void *args)
     weft_coll_packet2_send_reduced(k, a, &pc, region2, acc, mine * es);
     /* the input was read above (block p went out in the first loop) */
     weft_coll_copy_part(k, a, a->out + lo * es, acc, mine * es);
-    for (int p = 0; p < a->nranks; p++) {
-        uint64_t plo = weft_coll_block_lo(a, p), pn = weft_coll_block_lo(a, p + 1) - plo;
-        if (p == a->rank)
-            continue;
-        weft_coll_sync(k, a);
-        if (weft_coll_pkt_unpack_part(k, a, tmp, own + (uint64_t)p * a->pkt_slot + region2, pn * es, pc.flag, p))
-            return;
-        weft_coll_sync(k, a);
-        weft_coll_copy_part(k, a, a->out + plo * es, tmp, pn * es);
-    }
-    weft_coll_packet_done(k, a, &pc);
+    weft_coll_packet2_unpack_reduced(k, a, &pc, region2);
 }
 
 #endif
