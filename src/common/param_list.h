@@ -73,7 +73,7 @@ WEFT_PARAM(COLL_BLOCKS, "WEFT_COLL_BLOCKS", INT, "0",
            "blocks of every collective launch (0: the defaults: one, and WEFT_COLL_TEAM_BLOCKS for the mesh algorithms)")
 WEFT_PARAM(COLL_PACKET_BLOCKS, "WEFT_COLL_PACKET_BLOCKS", INT, "0",
            "blocks of every packet collective's launch, each a team with its share of every packet stream "
-           "(0: 4 on a GPU, one on the host; 1..64)")
+           "(0, the default: one; 1..64; see the README, Packet teams)")
 WEFT_PARAM(COLL_THREADS, "WEFT_COLL_THREADS", INT, "512",
            "GPU backends: threads of each block of a collective launch (64..1024, a multiple of 32)")
 WEFT_PARAM(COLL_TEAM_BLOCKS, "WEFT_COLL_TEAM_BLOCKS", INT, "0",
