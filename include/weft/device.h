@@ -425,20 +425,6 @@ WEFT_DEVICE void weft_ll16_put(weft_ll16_t *dst, const void *src, size_t bytes, 
     }
 }
 
-/* The two halves of the LL16 packet at @p s as they are now (no wait). */
-WEFT_DEVICE void weft_ll16_peek(const weft_ll16_t *s, uint64_t *lo, uint64_t *hi)
-{
-    uint64_t *p = (uint64_t *)s;
-    *lo = weft_load_relaxed_u64(&p[0]);
-    *hi = weft_load_relaxed_u64(&p[1]);
-}
-
-/* The 8 data bytes of a packet whose halves were read as @p lo, @p hi. */
-WEFT_DEVICE uint64_t weft_ll16_data(uint64_t lo, uint64_t hi)
-{
-    return (uint64_t)(uint32_t)lo | (uint64_t)(uint32_t)hi << 32;
-}
-
 /*
  * Waits until both halves of the LL16 packet at @p s carry @p flag
  * (bounded, as every device wait: @p peer is named on give-up) and puts
@@ -446,10 +432,12 @@ WEFT_DEVICE uint64_t weft_ll16_data(uint64_t lo, uint64_t hi)
  */
 WEFT_DEVICE int weft_ll16_get(const weft_ll16_t *s, uint32_t flag, uint64_t *data, weft_dev_ctl_t *ctl, int32_t peer)
 {
+    uint64_t *p = (uint64_t *)s;
     uint64_t lo, hi, start = 0;
     unsigned spins = 0;
     for (;;) {
-        weft_ll16_peek(s, &lo, &hi);
+        lo = weft_load_relaxed_u64(&p[0]);
+        hi = weft_load_relaxed_u64(&p[1]);
         if ((uint32_t)(lo >> 32) == flag && (uint32_t)(hi >> 32) == flag)
             break;
         if (spins++ == 0)
@@ -458,7 +446,7 @@ WEFT_DEVICE int weft_ll16_get(const weft_ll16_t *s, uint32_t flag, uint64_t *dat
             return 1;
         weft_spin_pause(spins);
     }
-    *data = weft_ll16_data(lo, hi);
+    *data = (uint64_t)(uint32_t)lo | (uint64_t)(uint32_t)hi << 32;
     return 0;
 }
 
