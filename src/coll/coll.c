@@ -213,7 +213,7 @@ static const weft_algo_t *select_algo(weft_comm_t *comm, weft_coll_t c, uint64_t
 
 struct weft_coll_ctx {
     char *scratch, *pkt;
-    size_t scratch_bytes, pkt_bytes, pkt_slot, calls_off;
+    size_t scratch_bytes, pkt_bytes, pkt_slot, pkt_region, calls_off;
     weft_mem_t *scratch_mem, *pkt_mem;
     weft_mem_t **rscratch, **rpkt;
     weft_connection_t **conn;
@@ -224,7 +224,7 @@ struct weft_coll_ctx {
     unsigned nblocks, nthreads;          /* launch shape */
     unsigned team_blocks;                /* most blocks of a team-per-block launch (one per 64 KiB of message) */
     int team_forced;                     /* WEFT_COLL_BLOCKS: that many, whatever the size */
-    unsigned packet_blocks;              /* > 1: packet launches run that many per-block teams */
+    unsigned packet_blocks;              /* > 1: packet launches run up to that many per-block teams */
     size_t bsync_off;                    /* their sync area in the packet buffer */
     size_t winfo_off;                    /* the per-block window rows (weft_coll_zc_publish) */
     weft_gpu_alloc_t calls;              /* without a packet buffer: the packet calls' counters (a.calls) */
@@ -461,22 +461,18 @@ static weft_status_t agree_team_blocks(weft_comm_t *comm, unsigned *out)
 }
 
 /*
- * Blocks of every packet launch (coll_common.h, "Packet teams"): each a
- * team of its own with its share of every packet stream, so a small
- * message is moved by several multiprocessors with no barrier between
- * them. WEFT_COLL_PACKET_BLOCKS if set; else, on a GPU, DEFAULT_PACKET_BLOCKS
- * (no more than the mesh's teams), and one (a single team) on the host,
- * where a block is a thread and the ranks already share the cores, or
- * where WEFT_COLL_BLOCKS asks for one team over that many blocks. The
- * same for every packet launch of a communicator: each block counts the
- * packet calls on its own (weft_coll_packet_call). The default stays one:
- * on one H200 under MPS, 8 teams took the allreduce of 8-32 KiB from 24-29
- * to 18-21 us with 8 ranks (14 to 6.8 at 32 KiB with 2) but cost 0.3-1 us
- * below 2 KiB (the idle blocks still launch and count the call), and the
- * 8-rank broadcast went from 21 to 128 us at 16 KiB (the root's room
- * check waits for every block of every peer). Opt in where that pays.
+ * Most blocks of a packet launch (coll_common.h, "Packet teams"): each a
+ * team of its own with its share of every packet stream, so a message is
+ * moved by several multiprocessors with no barrier between them; a launch
+ * runs one per WEFT_COLL_PACKET_TEAM_BYTES of its largest stream
+ * (packet_teams). WEFT_COLL_PACKET_BLOCKS if set; else, on a GPU,
+ * DEFAULT_PACKET_BLOCKS (no more than the mesh's teams), and one (a single
+ * team) on the host, where a block is a thread and the ranks already share
+ * the cores, or where WEFT_COLL_BLOCKS asks for one team over that many
+ * blocks. Every rank must agree (the parameters are the same on every
+ * rank): the packet buffer's regions follow it.
  */
-#define DEFAULT_PACKET_BLOCKS 1
+#define DEFAULT_PACKET_BLOCKS 8
 
 static unsigned packet_launch_blocks(const weft_comm_t *comm, const struct weft_coll_ctx *x)
 {
@@ -488,6 +484,56 @@ static unsigned packet_launch_blocks(const weft_comm_t *comm, const struct weft_
     return WEFT_MAX(1u, WEFT_MIN((unsigned)DEFAULT_PACKET_BLOCKS, x->team_blocks));
 }
 
+static uint64_t packet_team_bytes(void)
+{
+    return (uint64_t)WEFT_MAX(weft_param_int(WEFT_P_COLL_PACKET_TEAM_BYTES), 16);
+}
+
+/*
+ * One rank's slot of the packet buffer (one half of it): a whole message
+ * as LL16 packets (twice its bytes), or, for the two-step, a block's in
+ * each half of the slot (coll_allreduce_packet2). With packet teams the
+ * slot is packet_blocks regions, block b's packets in region b
+ * (coll_common.h, "Packet teams"), each sized for the largest share a
+ * block takes: with all K blocks launched, a K-th of the largest message
+ * plus a 16-byte unit and the tail (LL16: twice that); with fewer (a
+ * stream below K team-bytes), under two team-bytes and the tail. The
+ * two-step's streams are at most half the largest message (two ranks or
+ * more) plus an element, and get half a region each.
+ */
+static void packet_slot_size(struct weft_coll_ctx *x)
+{
+    uint64_t max = (packet_max() + 7) / 8 * 8, k = x->packet_blocks, t = packet_team_bytes(), r;
+    if (k <= 1) {
+        x->pkt_region = x->pkt_slot = 2 * max + 128;
+        return;
+    }
+    /* all K: a share is at most max / K + 39 bytes (16-byte boundaries,
+     * the tail), 2 max / K + 92 as packets; fewer: under 2 t + 31, 4 t +
+     * 76 as packets; the two-step's streams take half of either */
+    r = WEFT_MAX(8 * t + 160, 2 * ((max + k - 1) / k) + 192);
+    x->pkt_region = (r + 31) / 32 * 32; /* its half stays on 16 bytes */
+    x->pkt_slot = k * x->pkt_region;
+}
+
+/*
+ * Blocks of this packet call's launch: one per team-bytes of its largest
+ * stream (the bytes one rank sends one peer in one piece: the message, or
+ * for the two-step a rank's block), at least one, at most packet_blocks.
+ * Its streams differ by at most an element, so with two blocks or more
+ * every block has a share of each (coll_common.h: the room rule needs
+ * that). It depends only on the call, the same on every rank, so each
+ * block counts the same calls everywhere.
+ */
+static unsigned packet_teams(const weft_comm_t *comm, const weft_algo_t *algo, uint64_t count, int dtype)
+{
+    uint64_t es = weft_dtype_size((weft_dtype_t)dtype), n;
+    if (algo->kernel == WEFT_KERNEL_coll_allreduce_packet2)
+        count = (count + (uint64_t)comm->nranks - 1) / (uint64_t)comm->nranks;
+    n = count * es / packet_team_bytes();
+    return (unsigned)WEFT_MAX(1, WEFT_MIN(n, (uint64_t)comm->coll->packet_blocks));
+}
+
 /* Collective: every rank sets its context up in its first collective. */
 static weft_status_t coll_setup(weft_comm_t *comm)
 {
@@ -495,7 +541,7 @@ static weft_status_t coll_setup(weft_comm_t *comm)
     weft_status_t status;
     int n = comm->nranks;
     size_t hb = (size_t)n * sizeof(weft_memory_channel_dev_t);
-    weft_memory_channel_dev_t *tmp;
+    weft_memory_channel_dev_t *tmp = NULL;
 
     if ((status = weft_comm_on_destroy(comm, weft_coll_ctx_destroy)) != WEFT_OK)
         return status;
@@ -504,9 +550,31 @@ static weft_status_t coll_setup(weft_comm_t *comm)
         return WEFT_ERR_NO_MEMORY;
     comm->coll = x;
     x->scratch_bytes = (size_t)WEFT_MAX(weft_param_int(WEFT_P_COLL_SCRATCH_BYTES), 4096) & ~(size_t)4095;
-    /* a whole message as LL16 packets (twice its bytes), or, for the
-     * two-step, a block's in each half of the slot (coll_allreduce_packet2) */
-    x->pkt_slot = 2 * ((packet_max() + 7) / 8 * 8) + 128;
+    /* Launch shape. Host: a block is one CPU thread, and ranks already
+     * share the cores: one. GPU: one block of 512 threads for the bodies
+     * that run as one team (a barrier across blocks needs them all
+     * resident, which MPS does not promise: on an H200 shared by 4-8
+     * processes, 32 blocks per rank with a grid barrier were 10x slower
+     * than one and, with 8 ranks, hit the device timeout); the
+     * team-per-block bodies one block per 64 KiB of message, up to
+     * WEFT_COLL_TEAM_BLOCKS, by default the device's multiprocessors
+     * shared among the ranks on it (agree_team_blocks). WEFT_COLL_BLOCKS sets both (the
+     * host tests run them with 3 and 5). Every rank must agree (the
+     * parameters are the same on every rank). */
+    x->nblocks = 1;
+    x->nthreads = (comm->caps & WEFT_CAP_CPU_ACCESS) ? 1 : (unsigned)weft_param_int(WEFT_P_COLL_THREADS) / 32 * 32;
+    if (comm->caps & WEFT_CAP_CPU_ACCESS)
+        x->team_blocks = 1;
+    else if (weft_param_int(WEFT_P_COLL_TEAM_BLOCKS) > 0)
+        x->team_blocks = (unsigned)WEFT_MIN(weft_param_int(WEFT_P_COLL_TEAM_BLOCKS), WEFT_COLL_MAX_TEAMS);
+    else if ((status = agree_team_blocks(comm, &x->team_blocks)) != WEFT_OK)
+        goto err;
+    if (weft_param_int(WEFT_P_COLL_BLOCKS) > 0) {
+        x->nblocks = x->team_blocks = (unsigned)WEFT_MIN(weft_param_int(WEFT_P_COLL_BLOCKS), WEFT_COLL_MAX_TEAMS);
+        x->team_forced = 1;
+    }
+    x->packet_blocks = packet_launch_blocks(comm, x);
+    packet_slot_size(x);
     x->pkt_bytes = 2 * (size_t)n * x->pkt_slot;
     /* then the per-block barrier words (coll_common.h, weft_coll_bsync) */
     x->bsync_off = x->pkt_bytes;
@@ -559,30 +627,6 @@ shape:
         (!x->pkt &&
          (status = comm->gpu->mem_alloc(comm->gctx, WEFT_COLL_MAX_TEAMS * 2 * sizeof(uint64_t), 0, &x->calls)) != WEFT_OK))
         goto err;
-    /* Launch shape. Host: a block is one CPU thread, and ranks already
-     * share the cores: one. GPU: one block of 512 threads for the bodies
-     * that run as one team (a barrier across blocks needs them all
-     * resident, which MPS does not promise: on an H200 shared by 4-8
-     * processes, 32 blocks per rank with a grid barrier were 10x slower
-     * than one and, with 8 ranks, hit the device timeout); the
-     * team-per-block bodies one block per 64 KiB of message, up to
-     * WEFT_COLL_TEAM_BLOCKS, by default the device's multiprocessors
-     * shared among the ranks on it (agree_team_blocks). WEFT_COLL_BLOCKS sets both (the
-     * host tests run them with 3 and 5). Every rank must agree (the
-     * parameters are the same on every rank). */
-    x->nblocks = 1;
-    x->nthreads = (comm->caps & WEFT_CAP_CPU_ACCESS) ? 1 : (unsigned)weft_param_int(WEFT_P_COLL_THREADS) / 32 * 32;
-    if (comm->caps & WEFT_CAP_CPU_ACCESS)
-        x->team_blocks = 1;
-    else if (weft_param_int(WEFT_P_COLL_TEAM_BLOCKS) > 0)
-        x->team_blocks = (unsigned)WEFT_MIN(weft_param_int(WEFT_P_COLL_TEAM_BLOCKS), WEFT_COLL_MAX_TEAMS);
-    else if ((status = agree_team_blocks(comm, &x->team_blocks)) != WEFT_OK)
-        goto err;
-    if (weft_param_int(WEFT_P_COLL_BLOCKS) > 0) {
-        x->nblocks = x->team_blocks = (unsigned)WEFT_MIN(weft_param_int(WEFT_P_COLL_BLOCKS), WEFT_COLL_MAX_TEAMS);
-        x->team_forced = 1;
-    }
-    x->packet_blocks = packet_launch_blocks(comm, x);
     if (x->mesh && (status = weft_comm_to_device(comm, x->handles.ptr, tmp, 2 * hb)) != WEFT_OK)
         goto err;
     free(tmp);
@@ -762,6 +806,7 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
     a.pkt = comm->coll->pkt;
     a.scratch_half = comm->coll->scratch_bytes / 2 / 64 * 64;
     a.pkt_slot = comm->coll->pkt_slot;
+    a.pkt_region = comm->coll->pkt_region;
     a.ch = (weft_memory_channel_dev_t *)comm->coll->handles.ptr;
     a.chp = a.ch + comm->nranks;
     a.ctl = comm->ctl_dev;
@@ -810,7 +855,7 @@ static weft_status_t coll_run(weft_comm_t *comm, weft_stream_t *stream, const co
         l.nblocks = team_launch_blocks(comm, bytes, a.scratch_half);
     } else if (algo->packet && comm->coll->packet_blocks > 1) {
         a.per_block = 1; /* packet teams: no block barrier, no sync area */
-        l.nblocks = comm->coll->packet_blocks;
+        l.nblocks = packet_teams(comm, algo, c->count, c->dtype);
     }
     weft_debug(WEFT_SUB_COLL, "%s of %zu bytes: %s", weft_coll_name(c->coll), bytes, algo->name);
     comm->coll->last_args = a;

@@ -34,7 +34,10 @@ WEFT_DEVICE void weft_coll_packet2_send_reduced(const weft_kctx_t *k, weft_coll_
  * its slot straight into the output (the blocks are disjoint, and in place
  * this team read those input bytes itself, in its first puts), then the
  * call is done. The team syncs first: the counter may move only after
- * every read of the packet buffer (weft_coll_packet_room). */
+ * every read of the packet buffer (weft_coll_packet_room). With fewer
+ * elements than ranks some blocks are empty, and a rank waits for no
+ * packets of a peer whose block and its own are both empty: the next call
+ * makes room (weft_coll_packet_done_loose). */
 WEFT_DEVICE void weft_coll_packet2_unpack_reduced(const weft_kctx_t *k, weft_coll_args_t *a,
                                                  const weft_coll_pkt_call_t *pc, uint64_t region2)
 {
@@ -48,7 +51,10 @@ WEFT_DEVICE void weft_coll_packet2_unpack_reduced(const weft_kctx_t *k, weft_col
     }
     if (weft_coll_sync_or(k, a, bad))
         return;
-    weft_coll_packet_done(k, a, pc);
+    if (a->count < (uint64_t)a->nranks)
+        weft_coll_packet_done_loose(k, a, pc);
+    else
+        weft_coll_packet_done(k, a, pc);
 }
 
 /*
@@ -83,9 +89,10 @@ WEFT_DEVICE void weft_coll_allreduce_packet2(const weft_kctx_t *k, void *args)
 {
     weft_coll_args_t *a = (weft_coll_args_t *)args;
     uint64_t es = weft_dtype_size((weft_dtype_t)a->dtype);
-    /* region 2 of a slot: a block's packets (at most about half the
-     * largest packet message, twice over) fit below it (coll.c sizes slots) */
-    uint64_t region2 = a->pkt_slot / 2 / 16 * 16;
+    /* region 2 of a slot (of a team's region, with packet teams): a
+     * block's packets (at most about half the largest packet message, twice
+     * over) fit below it (coll.c sizes slots and regions) */
+    uint64_t region2 = a->pkt_region / 2 / 16 * 16;
     uint64_t lo = weft_coll_block_lo(a, a->rank), mine = weft_coll_block_lo(a, a->rank + 1) - lo, off, n;
     char *acc = a->scratch + a->scratch_half, *tmp = a->scratch;
     weft_coll_pkt_call_t pc = weft_coll_packet_call(k, a);

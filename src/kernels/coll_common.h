@@ -72,6 +72,7 @@ typedef struct {
     char *pkt;        /* this rank's packet buffer */
     uint64_t scratch_half;
     uint64_t pkt_slot; /* bytes of one rank's slot in one half */
+    uint64_t pkt_region; /* packet teams: bytes of block b's region of a slot, at b * pkt_region (else pkt_slot) */
     weft_memory_channel_dev_t *ch;  /* [nranks]: dst = peer scratch */
     weft_memory_channel_dev_t *chp; /* [nranks]: dst = peer packet buffer */
     weft_dev_ctl_t *ctl;
@@ -381,9 +382,10 @@ WEFT_DEVICE uint64_t weft_coll_chunk(const weft_kctx_t *k, weft_coll_args_t *a, 
  * The LL-packet calls count themselves on the device: block b reads its
  * counter as it starts and advances it as it ends, so a launch replayed
  * from a CUDA/HIP graph, whose arguments are frozen, still marks its
- * packets with a new flag and alternates buffer halves. Every block of
- * every rank counts the same calls (packet launches all have the
- * communicator's block count). The flag is never 0.
+ * packets with a new flag and alternates buffer halves. Block b counts the
+ * packet calls it is launched in; a launch's block count depends only on
+ * the call (coll.c, packet_teams: its algorithm and size), so block b of
+ * every rank counts the same calls. The flag is never 0.
  *
  * Room. Call c writes into the half that call c - 2 used, so before its
  * packets land in peer p's buffer, p must have finished call c - 2. A body
@@ -396,7 +398,10 @@ WEFT_DEVICE uint64_t weft_coll_chunk(const weft_kctx_t *k, weft_coll_args_t *a, 
  * through the channel) shows call c - 2 finished (weft_coll_packet_room).
  * A counter is advanced after a grid barrier that follows every read of
  * the packet buffer; those reads decided their waits' exits before it, so
- * they are complete when a peer sees the counter move.
+ * they are complete when a peer sees the counter move. With packet teams
+ * (below) all of this holds per block: block b writes and reads only the
+ * b-th region of every slot, so block b of the peer is the only reader
+ * of the packets block b writes there.
  */
 typedef struct {
     uint64_t call;
@@ -426,15 +431,7 @@ WEFT_DEVICE int weft_coll_packet_room(const weft_kctx_t *k, const weft_coll_args
     uint64_t *calls = (uint64_t *)(a->chp[p].dst + a->calls_off);
     if (!c->check_room)
         return 0;
-    if (!a->per_block)
-        return weft_wait_geq_u64(a->ctl, calls + 2 * (uint64_t)k->block, c->call - 1, p, WEFT_DEV_OP_PACKET_WAIT);
-    /* packet teams: the part we write now may be one that another of
-     * p's blocks read in call - 2 (shares move with the size), so every
-     * block of p must have finished it */
-    for (unsigned b = 0; b < k->nblocks; b++)
-        if (weft_wait_geq_u64(a->ctl, calls + 2 * (uint64_t)b, c->call - 1, p, WEFT_DEV_OP_PACKET_WAIT))
-            return 1;
-    return 0;
+    return weft_wait_geq_u64(a->ctl, calls + 2 * (uint64_t)k->block, c->call - 1, p, WEFT_DEV_OP_PACKET_WAIT);
 }
 
 /* At the end of a packet body: every thread of the block read the counter
@@ -457,39 +454,43 @@ WEFT_DEVICE void weft_coll_packet_done_loose(const weft_kctx_t *k, const weft_co
 }
 
 /*
- * Packet teams. A packet body launched as per-block teams (coll.c: the
- * communicator's packet blocks) splits every packet stream, the bytes one
- * rank sends another in one piece, among its blocks: block b of every
- * rank takes the same share of each stream (16-byte boundaries, so
- * elements and packets stay whole and vector loops aligned), writes that
- * share's packets and reads the same share of the streams that come to it,
- * which block b of their senders wrote. The blocks of a rank never wait
- * for each other, so the launch needs no grid barrier and each block's
- * multiprocessor moves its share. One team of the whole launch takes each
- * stream whole. The packets of stream bytes [off, off + n) start 2 * off
- * bytes into the stream's packets (8 data bytes a 16-byte packet).
+ * Packet teams. A packet body launched as per-block teams (coll.c:
+ * packet_teams, from the communicator's packet blocks and the call's
+ * size) splits every packet stream, the bytes one rank sends another in
+ * one piece, among the launch's blocks: block b of every rank takes the
+ * same share of each stream (16-byte boundaries, so elements and packets
+ * stay whole and vector loops aligned), writes that share's packets and
+ * reads the same share of the streams that come to it, which block b of
+ * their senders wrote. The blocks of a rank never wait for each other, so
+ * the launch needs no grid barrier and each block's multiprocessor moves
+ * its share. Block b's packets of every stream sit in region b of the
+ * stream's slot (a->pkt_region bytes each; the two-step's second stream
+ * in the region's second half), wherever its share of the stream starts:
+ * shares move when the size changes, regions do not, so the room a block
+ * needs in a peer's buffer is always that of its own last call there.
+ * The host sizes regions for the largest share (coll.c, coll_setup) and
+ * launches no more blocks than every stream of the call has 16-byte units,
+ * so every block of a launch has a share of every non-empty stream: it
+ * waits for each peer it writes to, as the room rule above assumes. One
+ * team of the whole launch takes each stream whole, at offset 0.
  */
-/* Least share of a stream worth a team of its own, in 16-byte units (2
- * KiB): measured on one H200 under MPS, a 1 KiB stream ran faster on one
- * block than split among 8 (8 ranks: 15.5 against 16.4 us), 4 KiB and
- * up faster split (18.1 against 16.3). A smaller stream goes to fewer
- * blocks, the first ones; the same on every rank, since it depends only
- * on the stream's bytes. */
-#define WEFT_COLL_PKT_UNITS_PER_TEAM 128
-
 WEFT_DEVICE void weft_coll_pkt_part(const weft_kctx_t *k, const weft_coll_args_t *a, uint64_t bytes, uint64_t *off,
                                     uint64_t *n)
 {
     uint64_t lo = 0, hi = bytes, units = bytes / 16;
     if (a->per_block && k->nblocks > 1) {
-        /* the first `active` blocks share the stream, the rest get none */
-        uint64_t active = units / WEFT_COLL_PKT_UNITS_PER_TEAM;
-        active = active < 1 ? 1 : active > k->nblocks ? k->nblocks : active;
+        uint64_t active = units < k->nblocks ? (units ? units : 1) : k->nblocks;
         lo = k->block < active ? units * k->block / active * 16 : bytes;
         hi = k->block + 1 < active ? units * (k->block + 1) / active * 16 : bytes;
     }
     *off = lo;
     *n = hi - lo;
+}
+
+/* Where this team's packets of a stream whose slot starts at @p pkts go. */
+WEFT_DEVICE char *weft_coll_pkt_region(const weft_kctx_t *k, const weft_coll_args_t *a, const char *pkts)
+{
+    return (char *)pkts + (a->per_block ? (uint64_t)k->block * a->pkt_region : 0);
 }
 
 /* This team's part of a stream of @p bytes from src, as LL16 packets at
@@ -499,7 +500,8 @@ WEFT_DEVICE void weft_coll_pkt_put_part(const weft_kctx_t *k, const weft_coll_ar
 {
     uint64_t off, n;
     weft_coll_pkt_part(k, a, bytes, &off, &n);
-    weft_ll16_put((weft_ll16_t *)(pkts + 2 * off), src + off, n, flag, weft_coll_tid(k, a), weft_coll_nt(k, a));
+    weft_ll16_put((weft_ll16_t *)weft_coll_pkt_region(k, a, pkts), src + off, n, flag, weft_coll_tid(k, a),
+                  weft_coll_nt(k, a));
 }
 
 /* This team's part of a stream of @p bytes from rank @p peer, whose
@@ -509,7 +511,7 @@ WEFT_DEVICE int weft_coll_pkt_unpack_part(const weft_kctx_t *k, const weft_coll_
 {
     uint64_t off, n;
     weft_coll_pkt_part(k, a, bytes, &off, &n);
-    return weft_ll16_unpack(dst + off, (weft_ll16_t *)(pkts + 2 * off), n, flag, weft_coll_tid(k, a),
+    return weft_ll16_unpack(dst + off, (weft_ll16_t *)weft_coll_pkt_region(k, a, pkts), n, flag, weft_coll_tid(k, a),
                             weft_coll_nt(k, a), a->ctl, peer);
 }
 
@@ -556,7 +558,8 @@ WEFT_DEVICE int weft_coll_unpack_peers(const weft_kctx_t *k, const weft_coll_arg
     for (; i < pairs; i += step) {
         uint64_t v;
         if (q != (uint64_t)a->rank) {
-            if (weft_ll16_get((const weft_ll16_t *)(pkts + q * a->pkt_slot + 2 * off) + w, flag, &v, a->ctl, (int)q))
+            if (weft_ll16_get((const weft_ll16_t *)weft_coll_pkt_region(k, a, pkts + q * a->pkt_slot) + w, flag, &v,
+                              a->ctl, (int)q))
                 return 1;
             weft_store_tail8(dst + q * stride + off, w * 8, n, v);
         }

@@ -295,8 +295,9 @@ int main(void)
        "8 ranks, broadcast and reduce by one-shot LL packets: the same sweep");
     /* packet teams (several blocks a launch, each with its share of every
      * packet stream, no barrier between them): every packet algorithm
-     * with 3 teams, and the two-step allreduce with 5 (shares of zero
-     * size at the small counts) */
+     * with up to 3 teams, and the two-step allreduce with up to 5 (a
+     * team per 64 bytes of the largest stream: one at the small counts) */
+    setenv("WEFT_COLL_PACKET_TEAM_BYTES", "64", 1);
     setenv("WEFT_COLL_PACKET_BLOCKS", "3", 1);
     setenv("WEFT_ALGO", "allreduce:packet,allgather:packet,reducescatter:packet,broadcast:packet,reduce:packet", 1);
     ok(run_ranks(3, 300000, rank_main, (void *)1, NULL),
@@ -306,6 +307,7 @@ int main(void)
     ok(run_ranks(4, 300000, rank_main, (void *)1, NULL),
        "4 ranks, 5 packet teams a launch, allreduce by two-step LL packets: the same sweep");
     unsetenv("WEFT_COLL_PACKET_BLOCKS");
+    unsetenv("WEFT_COLL_PACKET_TEAM_BYTES");
     /* the tree broadcast (links, chunks forwarded on arrival): 5 ranks
      * (an incomplete tree) and 8, every root */
     setenv("WEFT_ALGO", "broadcast:tree", 1);

@@ -130,7 +130,7 @@ static int burst(int rank, int nranks, void *arg)
 int main(void)
 {
     static int vary = 1;
-    plan(7);
+    plan(9);
     setenv("WEFT_ALGO", "allreduce:packet,allgather:packet,reducescatter:packet,broadcast:packet,reduce:packet", 1);
     ok(run_ranks(3, 120000, burst, NULL, NULL), "3 ranks: %d packet collectives back to back, each result right",
        CALLS);
@@ -140,14 +140,27 @@ int main(void)
     unsetenv("WEFT_COLL_BLOCKS");
     setenv("WEFT_ALGO", "allreduce:packet2,allgather:packet,reducescatter:packet,broadcast:packet,reduce:packet", 1);
     ok(run_ranks(4, 120000, burst, NULL, NULL), "4 ranks, the two-step allreduce among them: the same");
-    /* packet teams: 3 blocks a launch, each with its share of every
-     * packet stream, sizes moving from call to call */
+    /* packet teams: up to 3 blocks a launch, each with its share of every
+     * packet stream, sizes moving from call to call, and with them the
+     * launch's blocks (one per 128 bytes of the largest stream), so each
+     * block counts calls of its own */
+    setenv("WEFT_COLL_PACKET_TEAM_BYTES", "128", 1);
     setenv("WEFT_COLL_PACKET_BLOCKS", "3", 1);
     ok(run_ranks(4, 120000, burst, &vary, NULL), "4 ranks, 3 packet teams a launch, sizes moving: the same");
     setenv("WEFT_ALGO", "allreduce:packet,allgather:packet,reducescatter:packet,broadcast:packet,reduce:packet", 1);
     ok(run_ranks(3, 120000, burst, &vary, NULL), "3 ranks, 3 packet teams, the one-shot allreduce: the same");
     setenv("WEFT_COLL_PACKET_BLOCKS", "5", 1);
     ok(run_ranks(8, 120000, burst, &vary, NULL), "8 ranks, 5 packet teams: the same");
+    /* the regions as tight as they get: the largest packet message is the
+     * burst's largest (307 int32), and a team per 16 bytes, so the biggest
+     * calls run all 5 blocks with shares that end in a tail */
+    setenv("WEFT_COLL_PACKET_MAX_BYTES", "1228", 1);
+    setenv("WEFT_COLL_PACKET_TEAM_BYTES", "16", 1);
+    ok(run_ranks(8, 120000, burst, &vary, NULL), "8 ranks, 5 packet teams, regions sized for the burst: the same");
+    setenv("WEFT_ALGO", "allreduce:packet2,allgather:packet,reducescatter:packet,broadcast:packet,reduce:packet", 1);
+    ok(run_ranks(3, 120000, burst, &vary, NULL), "3 ranks, the same with the two-step allreduce");
+    unsetenv("WEFT_COLL_PACKET_MAX_BYTES");
+    unsetenv("WEFT_COLL_PACKET_TEAM_BYTES");
     unsetenv("WEFT_COLL_PACKET_BLOCKS");
     return test_done();
 }
