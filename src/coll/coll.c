@@ -477,11 +477,17 @@ static weft_status_t agree_team_blocks(weft_comm_t *comm, unsigned *out)
 static unsigned packet_launch_blocks(const weft_comm_t *comm, const struct weft_coll_ctx *x)
 {
     int forced = weft_param_int(WEFT_P_COLL_PACKET_BLOCKS);
-    if (forced > 0)
-        return (unsigned)WEFT_MIN(forced, WEFT_COLL_MAX_TEAMS);
-    if ((comm->caps & WEFT_CAP_CPU_ACCESS) || x->team_forced)
+    if (comm->caps & WEFT_CAP_CPU_ACCESS)
+        return forced > 0 ? (unsigned)WEFT_MIN(forced, WEFT_COLL_MAX_TEAMS) : 1;
+    if (x->team_forced && forced <= 0)
         return 1;
-    return WEFT_MAX(1u, WEFT_MIN((unsigned)DEFAULT_PACKET_BLOCKS, x->team_blocks));
+    /* On a GPU every block of every rank on the device must be resident
+     * at once: block b waits for block b of each peer, spinning, and one
+     * that cannot start until another ends never starts. team_blocks is
+     * the device's multiprocessors shared among its ranks: one block each
+     * always fits. Forcing 64 teams with 5 and 8 ranks on one H200 (225
+     * and 360 blocks, 132 multiprocessors) hung. */
+    return WEFT_MAX(1u, WEFT_MIN(forced > 0 ? (unsigned)forced : (unsigned)DEFAULT_PACKET_BLOCKS, x->team_blocks));
 }
 
 static uint64_t packet_team_bytes(void)

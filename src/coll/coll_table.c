@@ -71,11 +71,15 @@ static const coll_rule_t rules[] = {
     {CPU, WEFT_COLL_ALLREDUCE, ONE_HOST, 3, 4, 1024, "packet"},
     {CPU, WEFT_COLL_ALLREDUCE, ONE_HOST, 5, 0, 2048, "packet2"},
     {CPU, WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, UINT64_MAX, "rsag"},
-    /* GPUs (H200, 4 and 8 processes under MPS): the one-shot to 16 KiB
-     * (11 / 23 us), the two-step to the packet limit (64 KiB: 28 vs 48 us
-     * at 4 ranks, 41 vs 95 at 8), then rsag. hip: the same, unmeasured. */
-    {GPU, WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, 16384, "packet"},
-    {GPU, WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, 65536, "packet2"},
+    /* GPUs (processes under MPS, weft-perf --algo, the same run, one
+     * H100): the one-shot to the packet limit, its streams split among
+     * packet teams (coll.c), then rsag. 16 / 64 KiB, one-shot against the
+     * two-step: 8 ranks 20.2 / 31.2 us against 29.2 / 35.5, 4 ranks 11.7 /
+     * 15.4 against 20.0 / 21.2, 2 ranks 7.0 / 8.5 against 11.7 / 12.4; all
+     * three tie with rsag at 256 KiB. (With one team,
+     * WEFT_COLL_PACKET_BLOCKS=1, the two-step wins from 16 KiB with 4 ranks
+     * or more: WEFT_ALGO=allreduce:packet2.) hip: the same, unmeasured. */
+    {GPU, WEFT_COLL_ALLREDUCE, ONE_HOST, 0, 0, 65536, "packet"},
     /* larger: the switch reduces where the backend has the switch channel
      * (WEFT_CAP_MULTICAST: cuda with NVLS enabled) and the type and op are
      * a sum it does (never measured: NVLS is never enabled on the shared
@@ -100,26 +104,24 @@ static const coll_rule_t rules[] = {
     {CPU, WEFT_COLL_BROADCAST, ONE_HOST, 0, 0, 1024, "packet"},
     {CPU, WEFT_COLL_REDUCE, ONE_HOST, 0, 2, 256, "packet"},
     {CPU, WEFT_COLL_REDUCE, ONE_HOST, 3, 0, 1024, "packet"},
-    /* GPUs: allgather and reduce-scatter blocks (bytes per rank) up to 16
-     * KiB as one-shot LL16 packets, no barrier (one H100, processes under
-     * MPS, weft-perf's median of 5 rounds of 10 calls): allgather 4.9-7.8 us against the mesh's
-     * 10.7-11.9 to 16 KiB a rank with 2 ranks, 13.9-29.1 against 28.3-30.9
-     * to 16 KiB a rank with 8, and 44.6 against 30.9 at 32 KiB a rank;
-     * reduce-scatter 7.6-12.0 against 15.2-18.0 (2 ranks), 17.5-36.6
-     * against 32.4-40.8 (8), 54.0 against 39.6 at 32 KiB a rank. Larger:
-     * the mesh. (gpu-check bench sets them side by side.) */
-    {GPU, WEFT_COLL_ALLGATHER, ONE_HOST, 0, 0, 16384, "packet"},
-    {GPU, WEFT_COLL_REDUCE_SCATTER, ONE_HOST, 0, 0, 16384, "packet"},
-    /* GPUs: broadcast and reduce as one-shot packets while small, no
-     * barrier (the same run): broadcast 4.6-7.5 us against 9.6-10.8 to 32
-     * KiB with 2 ranks; 13.6-16.3 against 19.7-20.2 to 8 KiB with 8 ranks,
-     * 63.8 against 20.4 at 32 KiB; reduce 7.0-12.9 against 14.9-21.7 to
-     * 32 KiB with 2 ranks, 11.9-20.3 against 29.2-32.6 to 8 KiB with 8,
-     * 64.0 against 41.4 at 32 KiB. 3 to 7 ranks, unmeasured: as 8. */
-    {GPU, WEFT_COLL_BROADCAST, ONE_HOST, 0, 2, 32768, "packet"},
-    {GPU, WEFT_COLL_BROADCAST, ONE_HOST, 3, 0, 8192, "packet"},
-    {GPU, WEFT_COLL_REDUCE, ONE_HOST, 0, 2, 32768, "packet"},
-    {GPU, WEFT_COLL_REDUCE, ONE_HOST, 3, 0, 8192, "packet"},
+    /* GPUs: the other collectives as one-shot LL16 packets with packet
+     * teams, no barrier (the run above, 4-64 KiB; allgather and
+     * reduce-scatter sizes are a rank's block). 2 ranks: to the packet
+     * limit, allgather 5.1-6.4 us against the mesh's 11.1-12.4,
+     * reduce-scatter 5.5-7.4 against 14.0-18.9, broadcast 5.2-5.7 against
+     * 9.7-12.7, reduce 5.9-7.1 against 13.1-22.8. 8 ranks: reduce to the
+     * limit (13.1-23.4 against 29.6-42.9); allgather and reduce-scatter to
+     * 16 KiB a rank (13.5-18.5 against 28.8-33.6; from 32 KiB the default
+     * mesh path ties them); broadcast to 16 KiB (13.9-14.6 against
+     * 20.8-21.2; beyond, the H100 favoured packets and an H200 run the
+     * mesh: 64 KiB 26.0 against 20.8). 3 to 7 ranks, unmeasured: as 8. */
+    {GPU, WEFT_COLL_ALLGATHER, ONE_HOST, 0, 2, 65536, "packet"},
+    {GPU, WEFT_COLL_ALLGATHER, ONE_HOST, 3, 0, 16384, "packet"},
+    {GPU, WEFT_COLL_REDUCE_SCATTER, ONE_HOST, 0, 2, 65536, "packet"},
+    {GPU, WEFT_COLL_REDUCE_SCATTER, ONE_HOST, 3, 0, 16384, "packet"},
+    {GPU, WEFT_COLL_BROADCAST, ONE_HOST, 0, 2, 65536, "packet"},
+    {GPU, WEFT_COLL_BROADCAST, ONE_HOST, 3, 0, 16384, "packet"},
+    {GPU, WEFT_COLL_REDUCE, ONE_HOST, 0, 0, 65536, "packet"},
     /* several hosts: a broadcast crosses log2(n) links down a tree while
      * the message is small (latency), the ring pipeline above (bandwidth) */
     {ANY, WEFT_COLL_BROADCAST, HOSTS, 3, 0, 262144, "tree"},

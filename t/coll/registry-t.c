@@ -33,7 +33,7 @@ int main(void)
     weft_gpu_launch_t l;
     char args[8];
 
-    plan(26);
+    plan(29);
     for (int id = 0; id < WEFT_KERNEL_COUNT; id++) {
         const weft_builtin_kernel_t *k = weft_kernel_get((weft_kernel_id_t)id);
         if (!k->name || !k->host_fn || weft_kernel_find(k->name) != id) {
@@ -73,13 +73,16 @@ int main(void)
     is_string("(none)", pick(cpu, WEFT_COLL_REDUCE, 2, 1, 512, 0), "cpu, 2 ranks, reduce of 512 B: the mesh");
     is_string("packet", pick(cpu, WEFT_COLL_REDUCE, 4, 1, 1024, 0), "cpu, 4 ranks, reduce of 1 KiB: packets");
     /* the GPU platform */
-    is_string("packet2", pick(gpu, WEFT_COLL_ALLREDUCE, 4, 1, 32768, 0), "gpu, 4 ranks, 32 KiB: the two-step");
+    is_string("packet", pick(gpu, WEFT_COLL_ALLREDUCE, 4, 1, 32768, 0), "gpu, 4 ranks, 32 KiB: the one-shot");
     is_string("switch", pick(gpu, WEFT_COLL_ALLREDUCE, 4, 1, 1 << 20, 0),
               "gpu, 1 MiB: the switch first (admitted only with WEFT_CAP_MULTICAST)");
     is_string("rsag", pick(gpu, WEFT_COLL_ALLREDUCE, 4, 1, 1 << 20, 1), "then rsag");
-    is_string("packet", pick(gpu, WEFT_COLL_BROADCAST, 8, 1, 8192, 0), "gpu, 8 ranks, broadcast of 8 KiB: packets");
-    is_string("(none)", pick(gpu, WEFT_COLL_BROADCAST, 8, 1, 16384, 0), "gpu, 8 ranks, broadcast of 16 KiB: the mesh");
-    is_string("packet", pick(gpu, WEFT_COLL_REDUCE, 2, 1, 32768, 0), "gpu, 2 ranks, reduce of 32 KiB: packets");
+    is_string("packet", pick(gpu, WEFT_COLL_BROADCAST, 8, 1, 16384, 0), "gpu, 8 ranks, broadcast of 16 KiB: packets");
+    is_string("(none)", pick(gpu, WEFT_COLL_BROADCAST, 8, 1, 32768, 0), "gpu, 8 ranks, broadcast of 32 KiB: the mesh");
+    is_string("packet", pick(gpu, WEFT_COLL_REDUCE, 2, 1, 65536, 0), "gpu, 2 ranks, reduce of 64 KiB: packets");
+    is_string("packet", pick(gpu, WEFT_COLL_ALLREDUCE, 8, 1, 65536, 0), "gpu, 8 ranks, allreduce of 64 KiB: the one-shot");
+    is_string("packet", pick(gpu, WEFT_COLL_ALLGATHER, 2, 1, 65536, 0), "gpu, 2 ranks, allgather of 64 KiB a rank: packets");
+    is_string("(none)", pick(gpu, WEFT_COLL_ALLGATHER, 8, 1, 32768, 0), "gpu, 8 ranks, allgather of 32 KiB a rank: the mesh");
     /* any platform */
     is_string("tree", pick(gpu, WEFT_COLL_BROADCAST, 4, 0, 4096, 0), "several hosts: a small broadcast down the tree");
     return 0;
