@@ -5,6 +5,7 @@
 #include "config.h"
 #include "fault.h"
 #include "coll.h"
+#include "packet_layout.h"
 #include "comm.h"
 #include "mem.h"
 #include "plan.h"
@@ -492,34 +493,17 @@ static unsigned packet_launch_blocks(const weft_comm_t *comm, const struct weft_
 
 static uint64_t packet_team_bytes(void)
 {
-    return (uint64_t)WEFT_MAX(weft_param_int(WEFT_P_COLL_PACKET_TEAM_BYTES), 16);
+    return (uint64_t)weft_param_int(WEFT_P_COLL_PACKET_TEAM_BYTES);
 }
 
-/*
- * One rank's slot of the packet buffer (one half of it): a whole message
- * as LL16 packets (twice its bytes), or, for the two-step, a block's in
- * each half of the slot (coll_allreduce_packet2). With packet teams the
- * slot is packet_blocks regions, block b's packets in region b
- * (coll_common.h, "Packet teams"), each sized for the largest share a
- * block takes: with all K blocks launched, a K-th of the largest message
- * plus a 16-byte unit and the tail (LL16: twice that); with fewer (a
- * stream below K team-bytes), under two team-bytes and the tail. The
- * two-step's streams are at most half the largest message (two ranks or
- * more) plus an element, and get half a region each.
- */
+/* The slot and region sizes for this communicator's packet teams
+ * (packet_layout.c). */
 static void packet_slot_size(struct weft_coll_ctx *x)
 {
-    uint64_t max = (packet_max() + 7) / 8 * 8, k = x->packet_blocks, t = packet_team_bytes(), r;
-    if (k <= 1) {
-        x->pkt_region = x->pkt_slot = 2 * max + 128;
-        return;
-    }
-    /* all K: a share is at most max / K + 39 bytes (16-byte boundaries,
-     * the tail), 2 max / K + 92 as packets; fewer: under 2 t + 31, 4 t +
-     * 76 as packets; the two-step's streams take half of either */
-    r = WEFT_MAX(8 * t + 160, 2 * ((max + k - 1) / k) + 192);
-    x->pkt_region = (r + 31) / 32 * 32; /* its half stays on 16 bytes */
-    x->pkt_slot = k * x->pkt_region;
+    uint64_t slot, region;
+    weft_packet_layout(packet_max(), x->packet_blocks, packet_team_bytes(), &slot, &region);
+    x->pkt_slot = (size_t)slot;
+    x->pkt_region = (size_t)region;
 }
 
 /*
@@ -533,11 +517,10 @@ static void packet_slot_size(struct weft_coll_ctx *x)
  */
 static unsigned packet_teams(const weft_comm_t *comm, const weft_algo_t *algo, uint64_t count, int dtype)
 {
-    uint64_t es = weft_dtype_size((weft_dtype_t)dtype), n;
+    uint64_t es = weft_dtype_size((weft_dtype_t)dtype);
     if (algo->kernel == WEFT_KERNEL_coll_allreduce_packet2)
         count = (count + (uint64_t)comm->nranks - 1) / (uint64_t)comm->nranks;
-    n = count * es / packet_team_bytes();
-    return (unsigned)WEFT_MAX(1, WEFT_MIN(n, (uint64_t)comm->coll->packet_blocks));
+    return weft_packet_launch_teams(count * es, comm->coll->packet_blocks, packet_team_bytes());
 }
 
 /* Collective: every rank sets its context up in its first collective. */

@@ -76,7 +76,7 @@ WEFT_PARAM(COLL_PACKET_BLOCKS, "WEFT_COLL_PACKET_BLOCKS", INT, "0",
            "(0, the default: 8 on a GPU, one on the host backend; 1..64; see the README, Packet teams)")
 WEFT_PARAM(COLL_PACKET_TEAM_BYTES, "WEFT_COLL_PACKET_TEAM_BYTES", INT, "2048",
            "least bytes of a packet stream per team: a packet launch runs one block per this many bytes of its "
-           "largest stream, up to WEFT_COLL_PACKET_BLOCKS")
+           "largest stream, up to WEFT_COLL_PACKET_BLOCKS (32..1 MiB)")
 WEFT_PARAM(COLL_THREADS, "WEFT_COLL_THREADS", INT, "512",
            "GPU backends: threads of each block of a collective launch (64..1024, a multiple of 32)")
 WEFT_PARAM(COLL_TEAM_BLOCKS, "WEFT_COLL_TEAM_BLOCKS", INT, "0",
@@ -186,7 +186,7 @@ WEFT_PARAM_RANGE(COLL_PACKET_MAX_BYTES, 0, 1L << 26, SIZE)
 WEFT_PARAM_RANGE(CHECK_ARGS, 0, 1, NUM)
 WEFT_PARAM_RANGE(COLL_BLOCKS, 0, 1024, NUM)
 WEFT_PARAM_RANGE(COLL_PACKET_BLOCKS, 0, 64, NUM)
-WEFT_PARAM_RANGE(COLL_PACKET_TEAM_BYTES, 16, 1L << 20, SIZE)
+WEFT_PARAM_RANGE(COLL_PACKET_TEAM_BYTES, 32, 1L << 20, SIZE)
 WEFT_PARAM_RANGE(COLL_TEAM_BLOCKS, 0, 1024, NUM)
 WEFT_PARAM_RANGE(COLL_THREADS, 64, 1024, NUM)
 WEFT_PARAM_RANGE(P2P_SLOT_BYTES, 4096, 1L << 26, SIZE)

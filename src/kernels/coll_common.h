@@ -468,10 +468,10 @@ WEFT_DEVICE void weft_coll_packet_done_loose(const weft_kctx_t *k, const weft_co
  * in the region's second half), wherever its share of the stream starts:
  * shares move when the size changes, regions do not, so the room a block
  * needs in a peer's buffer is always that of its own last call there.
- * The host sizes regions for the largest share (coll.c, coll_setup) and
- * launches no more blocks than every stream of the call has 16-byte units,
- * so every block of a launch has a share of every non-empty stream: it
- * waits for each peer it writes to, as the room rule above assumes. One
+ * The host sizes regions for the largest share (src/coll/packet_layout.c)
+ * and launches no more blocks than every stream of the call has 16-byte
+ * units, so every block of a launch has a share of every non-empty stream:
+ * it waits for each peer it writes to, as the room rule above assumes. One
  * team of the whole launch takes each stream whole, at offset 0.
  */
 WEFT_DEVICE void weft_coll_pkt_part(const weft_kctx_t *k, const weft_coll_args_t *a, uint64_t bytes, uint64_t *off,

@@ -152,10 +152,10 @@ int main(void)
     setenv("WEFT_COLL_PACKET_BLOCKS", "5", 1);
     ok(run_ranks(8, 120000, burst, &vary, NULL), "8 ranks, 5 packet teams: the same");
     /* the regions as tight as they get: the largest packet message is the
-     * burst's largest (307 int32), and a team per 16 bytes, so the biggest
-     * calls run all 5 blocks with shares that end in a tail */
+     * burst's largest (307 int32), and a team per 32 bytes (the least), so
+     * the biggest calls run all 5 blocks with shares that end in a tail */
     setenv("WEFT_COLL_PACKET_MAX_BYTES", "1228", 1);
-    setenv("WEFT_COLL_PACKET_TEAM_BYTES", "16", 1);
+    setenv("WEFT_COLL_PACKET_TEAM_BYTES", "32", 1);
     ok(run_ranks(8, 120000, burst, &vary, NULL), "8 ranks, 5 packet teams, regions sized for the burst: the same");
     setenv("WEFT_ALGO", "allreduce:packet2,allgather:packet,reducescatter:packet,broadcast:packet,reduce:packet", 1);
     ok(run_ranks(3, 120000, burst, &vary, NULL), "3 ranks, the same with the two-step allreduce");
