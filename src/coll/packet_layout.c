@@ -7,6 +7,18 @@
 #include "config.h"
 #include "packet_layout.h"
 
+/* Least bytes a team: the streams of one call differ by an element at
+ * most (under 16 bytes), so with two 16-byte units a team or more the
+ * smallest stream still has a unit for each team of the launch; with one,
+ * a team could be left without a share of a stream, and so without a wait
+ * for its sender (the room rule of coll_common.h needs one). */
+#define LEAST_TEAM_BYTES 32
+
+static uint64_t least(uint64_t team_bytes)
+{
+    return team_bytes < LEAST_TEAM_BYTES ? LEAST_TEAM_BYTES : team_bytes;
+}
+
 /*
  * A slot holds a whole message as LL16 packets (twice its bytes), or, for
  * the two-step allreduce, a block's in each half (coll_allreduce_packet2).
@@ -20,18 +32,6 @@
  * or more) plus an element and get half a region each: half of both
  * bounds, plus the element, stays under half the region below.
  */
-/* Least bytes a team: the streams of one call differ by an element at
- * most (under 16 bytes), so with two 16-byte units a team or more the
- * smallest stream still has a unit for each team of the launch; with one,
- * a team could be left without a share of a stream, and so without a wait
- * for its sender (the room rule of coll_common.h needs one). */
-#define LEAST_TEAM_BYTES 32
-
-static uint64_t least(uint64_t team_bytes)
-{
-    return team_bytes < LEAST_TEAM_BYTES ? LEAST_TEAM_BYTES : team_bytes;
-}
-
 void weft_packet_layout(uint64_t packet_max, unsigned teams, uint64_t team_bytes, uint64_t *slot, uint64_t *region)
 {
     uint64_t max = (packet_max + 7) / 8 * 8, k = teams, r;
