@@ -179,6 +179,9 @@ struct weft_plan {
     /* threads per block of the last execution's launch (plan_exec.c's
      * fit_threads; atomic: tests read it) */
     uint32_t last_threads;
+    /* blocks of the last execution's launch: thread blocks x wide blocks
+     * (plan_exec.c's exec_wide; atomic: tests read it) */
+    uint32_t last_blocks;
     /* tests: 0 follows WEFT_EXEC_ZERO_COPY, 1 forces the zero-copy path
      * where the plan admits it, -1 forces the copies */
     int zc_force;

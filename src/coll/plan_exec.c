@@ -99,7 +99,8 @@ struct weft_executor {
     weft_gpu_alloc_t dev;          /* ops, tb_first, rbuf pointers and types, channel handles */
     weft_gpu_alloc_t sync;         /* device semaphores, barrier words */
     weft_exec_args_t args;         /* the launch's fixed part */
-    uint32_t nblocks;
+    uint32_t nblocks;              /* of a launch: the plan's thread blocks x wide */
+    uint32_t wide;                 /* blocks a plan thread block runs as (exec_wide) */
     uint64_t execs;
     int zc_ok;                     /* the plan admits running on the caller's buffers (top of the file) */
     uint64_t zc_execs;             /* executions that did */
@@ -312,6 +313,53 @@ static weft_status_t zr_setup(weft_comm_t *comm, struct weft_executor *x)
     return WEFT_OK;
 }
 
+/*
+ * Wide blocks (executor.h): how many blocks run each of this rank's @p ntb
+ * plan thread blocks, each a slice of every chunk its ops touch. A plan
+ * names few thread blocks (MSCCL++'s allreduce 8 a rank, its packet
+ * allreduce 2), and one block moves a few tens of GB/s: the built-in
+ * collectives run up to 64 a rank. WEFT_EXEC_WIDE if set; else on a GPU
+ * as many as the device's multiprocessors shared among the ranks on it
+ * allow (every block of every rank must be resident at once: blocks
+ * spin on each other, as the collectives' packet teams do, coll.c), at
+ * most 8; on the host backend, whose blocks are threads on cores the
+ * ranks already share, one. Never more than the backend launches. Each
+ * rank decides alone: a peer's signal counts once however many blocks
+ * run the op, and packets carry their own flags.
+ */
+#define EXEC_WIDE_MAX 8
+
+static uint32_t exec_wide(weft_comm_t *comm, uint32_t ntb)
+{
+    weft_gpu_props_t props;
+    int forced = weft_param_int(WEFT_P_EXEC_WIDE);
+    unsigned room = 0, wide, sharing = 0;
+    if (!ntb)
+        return 1;
+    memset(&props, 0, sizeof(props));
+    if (comm->gpu->props(comm->gctx, &props) != WEFT_OK)
+        return 1;
+    if (props.sm_count) {
+        unsigned sm = 1;
+        while (sm * 2 <= props.sm_count)
+            sm *= 2;
+        for (int r = 0; r < comm->nranks; r++)
+            sharing += comm->same_device && comm->same_device[r];
+        room = sm / (sharing ? sharing : 1u) / ntb;
+    }
+    if (forced > 0)
+        wide = (unsigned)forced;
+    else
+        wide = (comm->caps & WEFT_CAP_CPU_ACCESS) ? 1u : (room ? room : 1u);
+    if (wide > EXEC_WIDE_MAX && forced <= 0)
+        wide = EXEC_WIDE_MAX;
+    if (room && wide > room) /* residency */
+        wide = room;
+    if (props.max_blocks && (uint64_t)wide * ntb > props.max_blocks)
+        wide = props.max_blocks / ntb;
+    return wide ? wide : 1u;
+}
+
 static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_t in_bytes, size_t out_bytes,
                                 size_t chunk, struct weft_executor **out)
 {
@@ -332,6 +380,7 @@ static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_
     x->in_cap = in_bytes;
     x->out_cap = out_bytes;
     x->in_off = in_offset(plan, rank, in_bytes);
+    x->wide = exec_wide(comm, gpu->ntb);
     x->conn = calloc((size_t)n, sizeof(*x->conn));
     x->sema = calloc(nmc ? nmc : 1, sizeof(*x->sema));
     x->extra = calloc((size_t)n * WEFT_PLAN_MAX_CHANNELS, sizeof(*x->extra));
@@ -457,7 +506,7 @@ static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_
         o_zslot = ALIGN64(o_prb + (size_t)nr * sizeof(uint64_t));
         o_zinfo = ALIGN64(o_zslot + (x->zr ? (size_t)nr * sizeof(weft_xzslot_t) : 0));
         o_zrbuf = ALIGN64(o_zinfo + (x->zr ? (size_t)n * sizeof(uint64_t *) : 0));
-        total = o_zrbuf + (x->zr ? (size_t)nb * nr * sizeof(char *) : 0);
+        total = o_zrbuf + (x->zr ? (size_t)nb * x->wide * nr * sizeof(char *) : 0);
         host = calloc(1, total);
         if (!host) {
             status = WEFT_ERR_NO_MEMORY;
@@ -609,9 +658,10 @@ static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_
         }
     }
     {
-        /* device semaphores, barrier words, then each block's count of
+        /* device semaphores, barrier words, each plan thread block's
+         * barrier of its wide blocks, then each block's count of
          * executions (the packet flag and scratch half: executor.h) */
-        size_t words = gpu->nsem + 2 * WEFT_X_BARRIERS + (gpu->ntb ? gpu->ntb : 1);
+        size_t words = gpu->nsem + 2 * WEFT_X_BARRIERS + 2 * (size_t)gpu->ntb + (gpu->ntb ? gpu->ntb * x->wide : 1);
         uint64_t *init = calloc(words, sizeof(uint64_t));
         if (!init) {
             status = WEFT_ERR_NO_MEMORY;
@@ -623,7 +673,8 @@ static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_
         if (status != WEFT_OK) goto err;
         x->args.dsem = (uint64_t *)x->sync.ptr;
         x->args.bar = (uint64_t *)x->sync.ptr + gpu->nsem;
-        x->args.calls = (uint64_t *)x->sync.ptr + gpu->nsem + 2 * WEFT_X_BARRIERS;
+        x->args.gbar = (uint64_t *)x->sync.ptr + gpu->nsem + 2 * WEFT_X_BARRIERS;
+        x->args.calls = x->args.gbar + 2 * (size_t)gpu->ntb;
     }
     x->args.scr_half = plan->double_scratch ? x->scr_bytes / 2 : 0;
     for (int t = 0; t < 3; t++) x->args.buf[t] = x->buf[t];
@@ -633,7 +684,8 @@ static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_
     x->args.nranks = n;
     /* kernels on CPU threads: the host backend's emulated multicast */
     x->args.sw_emulated = !(comm->caps & WEFT_CAP_GPU);
-    x->nblocks = gpu->ntb;
+    x->args.wide = x->wide;
+    x->nblocks = gpu->ntb * x->wide;
     if (weft_param_int(WEFT_P_EXEC_TRACE) == 1 && gpu->ntb) {
         /* each block's clock stamps, zeroed (plan_trace.c reads them) */
         size_t tbytes = (size_t)gpu->ntb * weft_plan_trace_stride(gpu) * sizeof(uint64_t);
@@ -701,6 +753,7 @@ static uint32_t fit_threads(const struct weft_plan *plan, const struct weft_exec
     uint32_t t = 64;
     if (weft_param_int(WEFT_P_EXEC_FIT_THREADS) != 1) return plan->nthreads;
     if ((double)x->span_unit > bytes) bytes = (double)x->span_unit;
+    bytes /= x->wide; /* a wide block's slice */
     while (t < plan->nthreads && (double)t * 8 < bytes) t *= 2;
     return t < plan->nthreads ? t : plan->nthreads;
 }
@@ -950,6 +1003,7 @@ weft_status_t weft_execute(weft_comm_t *comm, weft_plan_t *plan, const void *sen
     x->has_last = 1;
     x->last_threads = fit_threads(plan, x, chunk);
     __atomic_store_n(&plan->last_threads, x->last_threads, __ATOMIC_RELAXED);
+    __atomic_store_n(&plan->last_blocks, x->nblocks, __ATOMIC_RELAXED);
     status = exec_queue(comm, x, stream);
     if (status == WEFT_OK) {
         x->execs++;
@@ -988,7 +1042,7 @@ weft_status_t weft_plan_trace(weft_comm_t *comm, const weft_plan_t *plan, weft_p
         return WEFT_ERR_UNSUPPORTED;
     }
     gpu = &plan->gpus[comm->rank];
-    bytes = (size_t)x->nblocks * x->args.trace_stride * sizeof(uint64_t);
+    bytes = (size_t)gpu->ntb * x->args.trace_stride * sizeof(uint64_t); /* the lead blocks' */
     if (!(stamps = malloc(bytes))) return WEFT_ERR_NO_MEMORY;
     /* (a copy either way: the backend's copy takes any direction) */
     if ((status = weft_comm_to_device(comm, stamps, x->trace.ptr, bytes)) == WEFT_OK)

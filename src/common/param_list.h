@@ -135,6 +135,10 @@ WEFT_PARAM(EXEC_ZERO_COPY, "WEFT_EXEC_ZERO_COPY", INT, "1",
 WEFT_PARAM(EXEC_TRACE, "WEFT_EXEC_TRACE", INT, "0",
            "1: the executor stamps the device clock before each top-level op of a plan's thread blocks "
            "(weft_plan_trace; weft-perf --plan prints the last execution's ops); set before a plan first runs")
+WEFT_PARAM(EXEC_WIDE, "WEFT_EXEC_WIDE", INT, "-1",
+           "blocks that run each thread block of a plan, each a slice of its every chunk, its signals and waits "
+           "once (-1: on a GPU as many as its multiprocessors shared among the ranks on it allow for the "
+           "plan's thread blocks, at most 8; 1 on the host backend); set before a plan first runs")
 WEFT_PARAM(EXEC_FIT_THREADS, "WEFT_EXEC_FIT_THREADS", INT, "1",
            "1: the executor launches as many threads per block as a message's largest op per block can use "
            "(at least 64, at most the plan's num_threads_per_block); 0: always the plan's num_threads_per_block")
@@ -202,5 +206,6 @@ WEFT_PARAM_RANGE(REG_CACHE, 0, 1, NUM)
 WEFT_PARAM_RANGE(REG_WAIT_MS, 0, 600000, NUM)
 WEFT_PARAM_RANGE(EXEC_ZERO_COPY, 0, 2, NUM)
 WEFT_PARAM_RANGE(EXEC_FIT_THREADS, 0, 1, NUM)
+WEFT_PARAM_RANGE(EXEC_WIDE, -1, 16, NUM)
 WEFT_PARAM_RANGE(EXEC_TRACE, 0, 1, NUM)
 #endif

@@ -135,7 +135,7 @@ WEFT_DEVICE int weft_coll_grid_sync_or(const weft_kctx_t *k, weft_coll_args_t *a
 {
     weft_block_sync(k);
     if (k->nblocks > 1 && k->thread == 0) {
-        bad = weft_grid_barrier_wait(a->ctl, &a->gbar[0], &a->gbar[1], k->nblocks, a->rank) || bad;
+        bad = weft_grid_barrier_wait(a->ctl, &a->gbar[0], &a->gbar[1], k->nblocks, a->rank, 0) || bad;
         bad = bad || weft_load_relaxed_u64(&a->ctl->error) != 0; /* another block's failure */
     }
     return weft_block_sync_or(k, bad);

@@ -12,7 +12,9 @@
  * a thread-block group (tbg_info) splits each chunk of an op's range
  * evenly, in buffer_alignment units, among its blocks (weft_x_run_tbg_op);
  * a pipeline runs its body over
- * unit_size slices. Unlike MSCCL++, reductions use the call's operation
+ * unit_size slices. Wide blocks (a->wide > 1, src/coll/plan_exec.c) run
+ * each plan thread block as several blocks, as if it were a group that
+ * many times larger, each synchronising op once (weft_x_run_op). Unlike MSCCL++, reductions use the call's operation
  * (sum, prod, min, max; avg is a sum scaled at the end) in every type.
  * A plan whose peers reach the caller's buffers first agrees with every
  * rank whether this execution runs on them (weft_x_zc_agree), and where
@@ -105,7 +107,7 @@ typedef struct {
     uint32_t mine;           /* this rank's buffers qualify (aligned, placed, registered where peers reach them) */
     uint32_t nrbuf;
     const weft_xzslot_t *slot;     /* [nrbuf] the remote buffers */
-    char **rbuf;             /* [nblocks * nrbuf] device memory: block b's remote pointers of this call */
+    char **rbuf;             /* [ntb * wide * nrbuf] device memory: block b's remote pointers of this call */
     uint64_t *const *info;   /* [nranks] each rank's publications (2 x WEFT_X_ZC_WORDS), mapped here */
     char *const *reg;        /* the registration table (src/core/mem.h) */
     const char *src;         /* the caller's input (copied in when the ranks do not agree) */
@@ -117,7 +119,7 @@ typedef struct {
 
 typedef struct {
     const weft_xop_t *ops;     /* every block's ops, block b's from tb_first[b] */
-    const uint32_t *tb_first;  /* [nblocks + 1] */
+    const uint32_t *tb_first;  /* [ntb + 1] */
     char *buf[3];              /* this rank's input, output, scratch */
     char *const *rbuf;         /* remote buffers, mapped here */
     const uint8_t *rbuf_type;  /* their buffer types */
@@ -126,8 +128,9 @@ typedef struct {
     weft_xport_t port;         /* port channels */
     uint64_t *dsem;            /* device semaphores */
     uint64_t *bar;             /* [WEFT_X_BARRIERS * 2]: arrivals, generation */
+    uint64_t *gbar;            /* [ntb * 2]: each plan thread block's barrier of its wide blocks */
     weft_dev_ctl_t *ctl;
-    uint64_t *calls;           /* [nblocks]: executions each block has finished (device-side, so that a
+    uint64_t *calls;           /* [ntb * wide]: executions each block has finished (device-side, so that a
                                 * replayed launch, as a CUDA/HIP graph makes, gets its own flag and half) */
     uint64_t chunk;            /* bytes of one chunk */
     uint64_t scr_half;         /* double scratch: bytes of one half (0: one scratch) */
@@ -136,6 +139,8 @@ typedef struct {
     uint32_t align, flag, dtype, op; /* flag: set by the kernel from calls[] (never 0) */
     uint32_t sub;              /* set by the kernel: WEFT_X_WHOLE, or the chunk of every reference the
                                 * running op is narrowed to (weft_x_run_tbg_op) */
+    uint32_t wide;             /* blocks that run each plan thread block (wide blocks, below; >= 1) */
+    uint32_t tb, wid;          /* set by the kernel: this block's plan thread block, its place among them */
     int32_t rank, nranks;
     uint32_t sw_emulated;      /* the switch channels are the host backend's emulation */
     /* host emulation, a switch channel over some of the ranks only (its
@@ -193,9 +198,10 @@ WEFT_DEVICE uint64_t weft_x_offset(const weft_exec_args_t *a, const weft_xop_t *
         off += (uint64_t)a->sub * a->chunk;
         bytes = a->chunk;
     }
-    if (o->tbg_size > 1) { /* the group's slice (64-bit divisions: only where there is a group) */
-        lo = weft_x_slice_off(bytes, o->tbg_id, o->tbg_size, a->align);
-        hi = weft_x_slice_off(bytes, o->tbg_id + 1, o->tbg_size, a->align);
+    if (o->tbg_size * a->wide > 1) { /* the group's slice (64-bit divisions: only where there is a group) */
+        uint32_t g = o->tbg_id * a->wide + a->wid, n = o->tbg_size * a->wide;
+        lo = weft_x_slice_off(bytes, g, n, a->align);
+        hi = weft_x_slice_off(bytes, g + 1, n, a->align);
         off += lo;
         bytes = hi - lo;
     }
@@ -260,6 +266,8 @@ WEFT_DEVICE int weft_x_port_put(const weft_exec_args_t *a, const weft_xop_t *o, 
     uint64_t bytes = (dbytes < sbytes ? dbytes : sbytes) * (pkt ? 2u : 1u);
     h.dst_mem = a->port.rmem[d->slot];
     h.src_mem = a->port.lmem[s->where];
+    if (a->wide > 1) /* the signal (and flush) once every wide block has put: weft_x_run_op */
+        return weft_pc_put(&h, doff, soff, bytes);
     if (o->code == WEFT_XOP_PWSF)
         return weft_pc_put_with_signal_and_flush(&h, doff, soff, bytes);
     if (o->code == WEFT_XOP_PWS)
@@ -345,8 +353,39 @@ WEFT_DEVICE int weft_x_barrier(const weft_kctx_t *k, const weft_exec_args_t *a, 
     int bad = 0;
     weft_block_sync(k);
     if (k->thread == 0 && n > 1)
-        bad = weft_grid_barrier_wait(a->ctl, &a->bar[2 * id], &a->bar[2 * id + 1], n, a->rank);
+        bad = weft_grid_barrier_wait(a->ctl, &a->bar[2 * id], &a->bar[2 * id + 1], n, a->rank, 0);
     return weft_block_sync_or(k, bad);
+}
+
+/*
+ * Wide blocks: the barrier of the a->wide blocks that run this block's plan
+ * thread block (their own pair of words), with the writes each made
+ * before it visible to the others after it. Nothing where there is one.
+ */
+WEFT_DEVICE int weft_x_gsync(const weft_kctx_t *k, const weft_exec_args_t *a)
+{
+    int bad = 0;
+    weft_block_sync(k);
+    if (k->thread == 0 && a->wide > 1)
+        /* the lead may be in a wait for a peer, which names the peer when
+         * it gives up: a deadline's grace after it */
+        bad = weft_grid_barrier_wait(a->ctl, &a->gbar[2 * a->tb], &a->gbar[2 * a->tb + 1], a->wide, a->rank,
+                                     a->ctl->timeout_ns);
+    return weft_block_sync_or(k, bad);
+}
+
+/* 1 where op @p o's references span different numbers of chunks (its
+ * slices then are of its whole range, not of each chunk). */
+WEFT_DEVICE int weft_x_mixed(const weft_xop_t *o)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < o->nsrc + o->ndst; i++) {
+        uint32_t m = i < o->nsrc ? o->src[i].size : o->dst[i - o->nsrc].size;
+        if (n && m != n)
+            return 1;
+        n = m;
+    }
+    return 0;
 }
 
 /* Switch-channel reduce of 16 bytes at @p off of the buffers of type @p t
@@ -403,9 +442,11 @@ WEFT_DEVICE void weft_x_sw_store16(const weft_exec_args_t *a, uint32_t t, uint64
     weft_sc_store16(c, off, w);
 }
 
-/* One data op (not pipeline); @p it/@p unit: the pipeline slice (unit 0: whole). 1 on give-up. */
-WEFT_DEVICE int weft_x_run_op(const weft_kctx_t *k, const weft_exec_args_t *a, const weft_xop_t *o, uint64_t it,
-                              uint64_t unit)
+/* One op (not pipeline) as one block runs it (weft_x_run_op adds the
+ * wide blocks' part); @p it/@p unit: the pipeline slice (unit 0: whole).
+ * 1 on give-up. */
+WEFT_DEVICE int weft_x_op_body(const weft_kctx_t *k, const weft_exec_args_t *a, const weft_xop_t *o, uint64_t it,
+                               uint64_t unit)
 {
     size_t tid = k->thread, nt = k->nthreads;
     int bad = 0;
@@ -414,7 +455,7 @@ WEFT_DEVICE int weft_x_run_op(const weft_kctx_t *k, const weft_exec_args_t *a, c
         weft_block_sync(k);
         return 0;
     case WEFT_XOP_BARRIER:
-        return weft_x_barrier(k, a, o->barrier_id, o->barrier_blocks);
+        return weft_x_barrier(k, a, o->barrier_id, o->barrier_blocks * a->wide);
     case WEFT_XOP_SIGNAL:
     case WEFT_XOP_RLXSIGNAL:
         weft_block_sync(k); /* the block's writes before the signal */
@@ -493,7 +534,7 @@ WEFT_DEVICE int weft_x_run_op(const weft_kctx_t *k, const weft_exec_args_t *a, c
             weft_xrange_t r = weft_x_range(a, o, s, 0, it, unit);
             weft_copy(d.p, r.p, d.bytes < r.bytes ? d.bytes : r.bytes, tid, nt);
         }
-        if (o->code == WEFT_XOP_PWS || o->code == WEFT_XOP_PWSF) {
+        if ((o->code == WEFT_XOP_PWS || o->code == WEFT_XOP_PWSF) && a->wide <= 1) {
             weft_block_sync(k);
             for (size_t i = tid; i < o->nchan; i += nt)
                 weft_sema_signal(&a->mc[o->chan[i]]);
@@ -660,6 +701,82 @@ WEFT_DEVICE int weft_x_run_op(const weft_kctx_t *k, const weft_exec_args_t *a, c
     }
 }
 
+/* Wide blocks: the signals (and flushes) of a pws or pwsf, by the lead
+ * block once every block has written (or, over a port channel, pushed)
+ * its slice: as weft_x_op_body's single block does, one per destination
+ * (port) or channel (memory). */
+WEFT_DEVICE int weft_x_pws_tail(const weft_kctx_t *k, const weft_exec_args_t *a, const weft_xop_t *o)
+{
+    size_t tid = k->thread, nt = k->nthreads;
+    int bad = 0;
+    if (o->chan_type == WEFT_XCHAN_PORT) {
+        for (size_t i = tid; i < o->ndst && !bad; i += nt) {
+            weft_port_channel_dev_t *h = &a->port.ch[o->chan[i < o->nchan ? i : (size_t)o->nchan - 1u]];
+            bad = weft_pc_signal(h);
+            if (!bad && o->code == WEFT_XOP_PWSF)
+                bad = weft_pc_flush(h);
+        }
+        return weft_block_sync_or(k, bad);
+    }
+    for (size_t i = tid; i < o->nchan; i += nt)
+        weft_sema_signal(&a->mc[o->chan[i]]);
+    return 0;
+}
+
+/*
+ * One op (not pipeline). With wide blocks (a->wide > 1: several blocks
+ * run one plan thread block, each a slice of every chunk, weft_x_offset)
+ * the data ops run in every block, and each synchronising op once, by the
+ * lead block (wid 0), ordered with the others' slices by their barrier
+ * (weft_x_gsync): a signal, a semaphore release or a flush after every
+ * block's writes (and puts) before it; a wait or a semaphore acquire
+ * before any block's reads after it (a flush: both). A peer's signal
+ * counts once as it always did. 1 on give-up (a lead that gives up has
+ * recorded it; the others' barrier then gives up too).
+ */
+WEFT_DEVICE int weft_x_run_op(const weft_kctx_t *k, const weft_exec_args_t *a, const weft_xop_t *o, uint64_t it,
+                              uint64_t unit)
+{
+    int before = 0, after = 0;
+    if (a->wide <= 1)
+        return weft_x_op_body(k, a, o, it, unit);
+    switch (o->code) {
+    case WEFT_XOP_NOP:
+        return weft_x_gsync(k, a);
+    case WEFT_XOP_SIGNAL:
+    case WEFT_XOP_RLXSIGNAL:
+    case WEFT_XOP_SEM_RELEASE:
+        before = 1;
+        break;
+    case WEFT_XOP_WAIT:
+    case WEFT_XOP_RLXWAIT:
+    case WEFT_XOP_SEM_ACQUIRE:
+        after = 1;
+        break;
+    case WEFT_XOP_FLUSH:
+        before = after = 1;
+        break;
+    case WEFT_XOP_PWS:
+    case WEFT_XOP_PWSF:
+        if (weft_x_op_body(k, a, o, it, unit) || weft_x_gsync(k, a))
+            return 1;
+        if (a->wid == 0 && weft_x_pws_tail(k, a, o))
+            return 1;
+        /* pwsf: no block rewrites its source before the flush */
+        return o->code == WEFT_XOP_PWSF ? weft_x_gsync(k, a) : 0;
+    default:
+        if (!weft_x_mixed(o))
+            return weft_x_op_body(k, a, o, it, unit);
+        /* sliced over its whole range, unlike the ops around it */
+        return weft_x_gsync(k, a) || weft_x_op_body(k, a, o, it, unit) || weft_x_gsync(k, a);
+    }
+    if (before && weft_x_gsync(k, a))
+        return 1;
+    if (a->wid == 0 && weft_x_op_body(k, a, o, it, unit))
+        return 1;
+    return after ? weft_x_gsync(k, a) : 0;
+}
+
 /*
  * The end of a block's ops: the proxy must have read every source the
  * block's port puts named before the execution counts as done, since the
@@ -683,7 +800,7 @@ WEFT_DEVICE int weft_x_run_tbg_op(const weft_kctx_t *k, weft_exec_args_t *a, con
 {
     uint32_t n = 0, same = 1;
     int bad = 0;
-    if (o->tbg_size > 1) {
+    if (o->tbg_size * a->wide > 1) {
         for (uint32_t i = 0; i < o->nsrc; i++) {
             if (!n) n = o->src[i].size;
             same &= o->src[i].size == n;
@@ -728,8 +845,8 @@ WEFT_DEVICE int weft_x_port_drain(const weft_kctx_t *k, const weft_exec_args_t *
 WEFT_DEVICE void weft_x_stamp(const weft_kctx_t *k, const weft_exec_args_t *a, uint32_t j)
 {
     weft_block_sync(k);
-    if (k->thread == 0)
-        a->trace[(uint64_t)k->block * a->trace_stride + j] = weft_clock_ns();
+    if (k->thread == 0 && a->wid == 0)
+        a->trace[(uint64_t)a->tb * a->trace_stride + j] = weft_clock_ns();
 }
 
 /* Rank @p p's buffer published as row word @p w (weft_xzc_t) at offset
@@ -841,7 +958,9 @@ WEFT_DEVICE void weft_exec_plan(const weft_kctx_t *k, void *args)
     weft_exec_args_t la = *(const weft_exec_args_t *)args, *a = &la;
 #endif
     uint64_t call = weft_load_relaxed_u64(&a->calls[k->block]);
-    uint32_t first = a->tb_first[k->block], end = a->tb_first[k->block + 1];
+    a->tb = k->block / a->wide;
+    a->wid = k->block % a->wide;
+    uint32_t first = a->tb_first[a->tb], end = a->tb_first[a->tb + 1];
     a->flag = (uint32_t)(call % 0xffffffffull) + 1;
     a->scr_off = (call & 1) * a->scr_half;
     a->sub = WEFT_X_WHOLE;
@@ -868,10 +987,16 @@ WEFT_DEVICE void weft_exec_plan(const weft_kctx_t *k, void *args)
         if (o->code == WEFT_XOP_PIPELINE) {
             uint64_t total = (uint64_t)o->pipe_chunks * a->chunk;
             uint64_t iters = (total + o->unit_size - 1) / o->unit_size;
+            /* wide blocks slice a pipeline's ranges whole, the other
+             * ops' chunk by chunk: a barrier on either side */
+            if (a->wide > 1 && weft_x_gsync(k, a))
+                return;
             for (uint64_t it = 0; it < iters; it++)
                 for (uint32_t j = 1; j <= o->nops; j++)
                     if (weft_x_run_op(k, a, &a->ops[i + j], it * o->unit_size, o->unit_size))
                         return; /* failed: the count stays (the communicator has failed) */
+            if (a->wide > 1 && weft_x_gsync(k, a))
+                return;
             i += o->nops;
             continue;
         }

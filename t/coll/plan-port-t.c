@@ -213,6 +213,13 @@ static int refusals(int rank, int nranks, void *arg)
 
 int main(void)
 {
+#ifdef PLAN_T_WIDE
+    { /* the -wide- variant: each plan thread block run by PLAN_T_WIDE blocks (executor.h) */
+        char wide[16];
+        snprintf(wide, sizeof(wide), "%d", PLAN_T_WIDE);
+        setenv("WEFT_EXEC_WIDE", wide, 1);
+    }
+#endif
     static const job_t plans[] = {
         {"flush__flush_test.json", 1, 0, 0},
         {"flush__flush_fuse_test.json", 1, 0, 0},

@@ -191,6 +191,12 @@ static int run_one(weft_comm_t *comm, weft_stream_t *s, weft_plan_t *p, const we
         out_bytes = in_bytes;
     }
     if (st == WEFT_OK) st = weft_execute(comm, p, in, out, in_bytes, out_bytes, t, op, s);
+#ifdef PLAN_T_WIDE
+    /* the wide blocks ran (every thread block as PLAN_T_WIDE blocks) */
+    if (st == WEFT_OK && __atomic_load_n(&p->last_blocks, __ATOMIC_RELAXED) != p->gpus[rank].ntb * PLAN_T_WIDE)
+        fails += rank_fail("%s: %u blocks launched, want %u thread blocks x %d", info->name,
+                           __atomic_load_n(&p->last_blocks, __ATOMIC_RELAXED), p->gpus[rank].ntb, PLAN_T_WIDE);
+#endif
     if (st == WEFT_OK) st = weft_memcpy(s, hout, out, res_bytes);
     if (st == WEFT_OK) st = weft_stream_synchronize(s);
     if (st != WEFT_OK) {
@@ -331,6 +337,13 @@ int main(void)
     static const char *const dirs[] = {"mscclpp", "mscclpp-dsl-units"};
     job_t jobs[64];
     int n = 0;
+#ifdef PLAN_T_WIDE
+    /* t/coll/plan-wide-t: every plan again, each thread block run by
+     * PLAN_T_WIDE blocks (executor.h, wide blocks), an uneven count */
+    char wide[16];
+    snprintf(wide, sizeof(wide), "%d", PLAN_T_WIDE);
+    setenv("WEFT_EXEC_WIDE", wide, 1);
+#endif
     if (getenv("WEFT_BACKEND") && *getenv("WEFT_BACKEND")) backend = getenv("WEFT_BACKEND");
     if (strcmp(backend, "host") && !device_visible(backend))
         skip_all_hardware("gpu", "WEFT_BACKEND=%s: no such device here (or the backend is not built)", backend);

@@ -97,6 +97,9 @@ static int rank_main(int rank, int nranks, void *arg)
     int fails = 0, admits;
 
     memset(&c, 0, sizeof(c));
+    /* the threads expected below are those of one block per plan thread
+     * block (t/coll/plan-wide-t runs the plans wide) */
+    setenv("WEFT_EXEC_WIDE", "1", 1);
     if (zc->env_off) setenv("WEFT_EXEC_ZERO_COPY", "0", 1);
     if (zc->fit_off) setenv("WEFT_EXEC_FIT_THREADS", "0", 1);
     snprintf(path, sizeof(path), "%s/t/coll/plans/mscclpp/%s", TOP_SRCDIR, zc->file);
