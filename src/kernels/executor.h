@@ -731,7 +731,11 @@ WEFT_DEVICE int weft_x_pws_tail(const weft_kctx_t *k, const weft_exec_args_t *a,
  * (weft_x_gsync): a signal, a semaphore release or a flush after every
  * block's writes (and puts) before it; a wait or a semaphore acquire
  * before any block's reads after it (a flush: both). A peer's signal
- * counts once as it always did. 1 on give-up (a lead that gives up has
+ * counts once as it always did. A nop stays a barrier of the block only:
+ * every op slices each chunk the same way, so what a block reads of its
+ * own plan thread block's writes, its own slice, it wrote itself; only an
+ * op sliced otherwise (references of different chunk counts, a pipeline)
+ * has the barrier on either side. 1 on give-up (a lead that gives up has
  * recorded it; the others' barrier then gives up too).
  */
 WEFT_DEVICE int weft_x_run_op(const weft_kctx_t *k, const weft_exec_args_t *a, const weft_xop_t *o, uint64_t it,
@@ -741,8 +745,6 @@ WEFT_DEVICE int weft_x_run_op(const weft_kctx_t *k, const weft_exec_args_t *a, c
     if (a->wide <= 1)
         return weft_x_op_body(k, a, o, it, unit);
     switch (o->code) {
-    case WEFT_XOP_NOP:
-        return weft_x_gsync(k, a);
     case WEFT_XOP_SIGNAL:
     case WEFT_XOP_RLXSIGNAL:
     case WEFT_XOP_SEM_RELEASE:
