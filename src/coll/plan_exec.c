@@ -576,6 +576,20 @@ static weft_status_t exec_setup(weft_comm_t *comm, struct weft_plan *plan, size_
                     d->nops = o->nops;
                     d->unit_size = o->unit_size;
                 }
+                /* wide blocks slice a chunk alike in every op of one group
+                 * (tbg_info); a thread block whose data ops are of
+                 * different groups needs a barrier around each (executor.h) */
+                {
+                    const weft_xop_t *one = NULL; /* the thread block's first data op */
+                    int mixed = 0;
+                    for (uint32_t i = first[b]; i < at && !mixed; i++) {
+                        const weft_xop_t *d = &xo[i];
+                        if (d->nsrc + d->ndst == 0) continue;
+                        if (!one) one = d;
+                        mixed = d->tbg_id != one->tbg_id || d->tbg_size != one->tbg_size;
+                    }
+                    for (uint32_t i = first[b]; i < at && mixed; i++) xo[i].wsync = 1;
+                }
             }
             first[nb] = at;
             for (uint32_t k = 0; k < nr; k++) {

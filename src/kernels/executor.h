@@ -62,6 +62,8 @@ typedef struct {
 /* Opcodes as in src/coll/plan.h (weft_plan_opcode_t). */
 typedef struct {
     uint8_t code, chan_type, nsrc, ndst, nchan, nsem;
+    uint8_t wsync; /* wide blocks: a barrier on either side (its thread block's data ops are not all of
+                    * one group, so their slices differ; plan_exec.c) */
     uint16_t chan[WEFT_X_MAX_CHANNELS]; /* into a->mc (memory) or a->port.ch (port) */
     uint16_t sem[WEFT_X_MAX_SEMS];
     weft_xref_t src[WEFT_X_MAX_BUFFERS], dst[WEFT_X_MAX_BUFFERS];
@@ -186,22 +188,36 @@ WEFT_DEVICE uint64_t weft_x_slice_off(uint64_t bytes, uint32_t tb, uint32_t n, u
     return ((uint64_t)tb * base + (tb < rem ? tb : rem)) * align;
 }
 
+/* Wide block @p w of @p n: its slice of [*off, *off + *bytes), in 16-byte
+ * units (every access of an op: an element, 8 packet data bytes, a
+ * switch's 16), the last slice taking what does not fill a unit. */
+WEFT_DEVICE void weft_x_wide_slice(uint64_t *off, uint64_t *bytes, uint32_t w, uint32_t n)
+{
+    uint64_t units = *bytes / 16, base = units / n, rem = units % n;
+    uint64_t lo = ((uint64_t)w * base + (w < rem ? w : rem)) * 16;
+    uint64_t hi = w + 1 == n ? *bytes : ((uint64_t)(w + 1) * base + (w + 1 < rem ? w + 1 : rem)) * 16;
+    *off += lo;
+    *bytes = hi - lo;
+}
+
 /* The offset of @p r's range in its buffer for op @p o in pipeline step
  * @p it (unit bytes @p unit, 0: whole), counting the scratch half of this
  * execution; @p pkt: the packet side (twice the data offset). Its data
- * bytes in *bytes. */
-WEFT_DEVICE uint64_t weft_x_offset(const weft_exec_args_t *a, const weft_xop_t *o, const weft_xref_t *r, int pkt,
-                                   uint64_t off_in, uint64_t unit, uint64_t *bytes_out)
+ * bytes in *bytes. Nested: the chunk (a->sub), the group's share, the
+ * pipeline step's window, then (wide blocks, unless @p whole) this
+ * block's slice of that: what a plan thread block covers never depends
+ * on how many blocks run it, so ranks need not agree on it. */
+WEFT_DEVICE uint64_t weft_x_offset_of(const weft_exec_args_t *a, const weft_xop_t *o, const weft_xref_t *r, int pkt,
+                                      uint64_t off_in, uint64_t unit, uint64_t *bytes_out, int whole)
 {
     uint64_t off = (uint64_t)r->index * a->chunk, bytes = (uint64_t)r->size * a->chunk, lo, hi;
     if (a->sub != WEFT_X_WHOLE) { /* narrowed to chunk sub of each reference */
         off += (uint64_t)a->sub * a->chunk;
         bytes = a->chunk;
     }
-    if (o->tbg_size * a->wide > 1) { /* the group's slice (64-bit divisions: only where there is a group) */
-        uint32_t g = o->tbg_id * a->wide + a->wid, n = o->tbg_size * a->wide;
-        lo = weft_x_slice_off(bytes, g, n, a->align);
-        hi = weft_x_slice_off(bytes, g + 1, n, a->align);
+    if (o->tbg_size > 1) { /* the group's slice (64-bit divisions: only where there is a group) */
+        lo = weft_x_slice_off(bytes, o->tbg_id, o->tbg_size, a->align);
+        hi = weft_x_slice_off(bytes, o->tbg_id + 1, o->tbg_size, a->align);
         off += lo;
         bytes = hi - lo;
     }
@@ -209,12 +225,20 @@ WEFT_DEVICE uint64_t weft_x_offset(const weft_exec_args_t *a, const weft_xop_t *
         bytes = off_in >= bytes ? 0 : (bytes - off_in < unit ? bytes - off_in : unit);
         off += off_in;
     }
+    if (a->wide > 1 && !whole)
+        weft_x_wide_slice(&off, &bytes, a->wid, a->wide);
     *bytes_out = bytes;
     if (pkt)
         off *= 2;
     if (r->type == WEFT_XREF_SCRATCH && r->where != WEFT_XREF_SWITCH)
         off += a->scr_off;
     return off;
+}
+
+WEFT_DEVICE uint64_t weft_x_offset(const weft_exec_args_t *a, const weft_xop_t *o, const weft_xref_t *r, int pkt,
+                                   uint64_t off_in, uint64_t unit, uint64_t *bytes_out)
+{
+    return weft_x_offset_of(a, o, r, pkt, off_in, unit, bytes_out, 0);
 }
 
 /* The range of @p r for op @p o (weft_x_offset), as an address here. */
@@ -261,13 +285,15 @@ WEFT_DEVICE int weft_x_port_put(const weft_exec_args_t *a, const weft_xop_t *o, 
     const weft_xref_t *d = &o->dst[i], *s = &o->src[i < o->nsrc ? i : 0u];
     weft_port_channel_dev_t h = a->port.ch[o->chan[i < o->nchan ? i : (uint32_t)o->nchan - 1u]];
     uint64_t dbytes, sbytes;
-    uint64_t doff = a->port.rbase[d->slot] + weft_x_offset(a, o, d, pkt, it, unit, &dbytes);
-    uint64_t soff = a->port.lbase[s->where] + weft_x_offset(a, o, s, pkt, it, unit, &sbytes);
+    /* wide blocks: the lead puts the whole range, one trigger as one
+     * block would (the proxy copies it; a trigger a block would gain
+     * nothing, and a put's high offset bits go in a trigger of their own
+     * before it, which another block's put must not come between) */
+    uint64_t doff = a->port.rbase[d->slot] + weft_x_offset_of(a, o, d, pkt, it, unit, &dbytes, 1);
+    uint64_t soff = a->port.lbase[s->where] + weft_x_offset_of(a, o, s, pkt, it, unit, &sbytes, 1);
     uint64_t bytes = (dbytes < sbytes ? dbytes : sbytes) * (pkt ? 2u : 1u);
     h.dst_mem = a->port.rmem[d->slot];
     h.src_mem = a->port.lmem[s->where];
-    if (a->wide > 1) /* the signal (and flush) once every wide block has put: weft_x_run_op */
-        return weft_pc_put(&h, doff, soff, bytes);
     if (o->code == WEFT_XOP_PWSF)
         return weft_pc_put_with_signal_and_flush(&h, doff, soff, bytes);
     if (o->code == WEFT_XOP_PWS)
@@ -516,9 +542,10 @@ WEFT_DEVICE int weft_x_op_body(const weft_kctx_t *k, const weft_exec_args_t *a, 
     case WEFT_XOP_PWS:
     case WEFT_XOP_PWSF:
         if (o->chan_type == WEFT_XCHAN_PORT) {
-            /* the block's writes of the sources before the proxy reads them */
+            /* the block's writes of the sources before the proxy reads them
+             * (wide blocks: every block's, weft_x_run_op; the lead puts) */
             weft_block_sync(k);
-            for (size_t i = tid; i < o->ndst; i += nt)
+            for (size_t i = tid; i < o->ndst && a->wid == 0; i += nt)
                 bad |= weft_x_port_put(a, o, (uint32_t)i, 0, it, unit);
             return weft_block_sync_or(k, bad);
         }
@@ -592,7 +619,10 @@ WEFT_DEVICE int weft_x_op_body(const weft_kctx_t *k, const weft_exec_args_t *a, 
                 bad = weft_x_pkt_get8(a, s.p, u, &v);
             if (weft_block_sync_or(k, bad))
                 return 1;
-            for (size_t i = tid; i < o->ndst; i += nt)
+            /* wide blocks: every block has its slice, the lead puts the whole */
+            if (a->wide > 1 && weft_x_gsync(k, a))
+                return 1;
+            for (size_t i = tid; i < o->ndst && a->wid == 0; i += nt)
                 bad |= weft_x_port_put(a, o, (uint32_t)i, 1, 0, 0);
             return weft_block_sync_or(k, bad);
         }
@@ -701,90 +731,85 @@ WEFT_DEVICE int weft_x_op_body(const weft_kctx_t *k, const weft_exec_args_t *a, 
     }
 }
 
-/* Wide blocks: the signals (and flushes) of a pws or pwsf, by the lead
- * block once every block has written (or, over a port channel, pushed)
- * its slice: as weft_x_op_body's single block does, one per destination
- * (port) or channel (memory). */
-WEFT_DEVICE int weft_x_pws_tail(const weft_kctx_t *k, const weft_exec_args_t *a, const weft_xop_t *o)
+/* Wide blocks: the signals of a pws or pwsf over memory channels, by the
+ * lead once every block has written its slice, as weft_x_op_body's
+ * single block signals them. */
+WEFT_DEVICE void weft_x_pws_signal(const weft_kctx_t *k, const weft_exec_args_t *a, const weft_xop_t *o)
 {
-    size_t tid = k->thread, nt = k->nthreads;
-    int bad = 0;
-    if (o->chan_type == WEFT_XCHAN_PORT) {
-        for (size_t i = tid; i < o->ndst && !bad; i += nt) {
-            weft_port_channel_dev_t *h = &a->port.ch[o->chan[i < o->nchan ? i : (size_t)o->nchan - 1u]];
-            bad = weft_pc_signal(h);
-            if (!bad && o->code == WEFT_XOP_PWSF)
-                bad = weft_pc_flush(h);
-        }
-        return weft_block_sync_or(k, bad);
-    }
-    for (size_t i = tid; i < o->nchan; i += nt)
+    for (size_t i = k->thread; i < o->nchan; i += k->nthreads)
         weft_sema_signal(&a->mc[o->chan[i]]);
-    return 0;
 }
 
 /*
- * One op (not pipeline). With wide blocks (a->wide > 1: several blocks
- * run one plan thread block, each a slice of every chunk, weft_x_offset)
- * the data ops run in every block, and each synchronising op once, by the
- * lead block (wid 0), ordered with the others' slices by their barrier
- * (weft_x_gsync): a signal, a semaphore release or a flush after every
- * block's writes (and puts) before it; a wait or a semaphore acquire
- * before any block's reads after it (a flush: both). A peer's signal
- * counts once as it always did. A nop stays a barrier of the block only:
- * every op slices each chunk the same way, so what a block reads of its
- * own plan thread block's writes, its own slice, it wrote itself; only an
- * op sliced otherwise (references of different chunk counts, a pipeline)
- * has the barrier on either side. 1 on give-up (a lead that gives up has
- * recorded it; the others' barrier then gives up too).
+ * One op: the body (weft_x_op_body), once per chunk where @p nsub > 1
+ * (weft_x_run_tbg_op; a->sub). With wide blocks (a->wide > 1: several
+ * blocks run one plan thread block, each a slice of every range,
+ * weft_x_offset_of) the data ops run in every block, and each
+ * synchronising op once, by the lead block (wid 0), ordered with the
+ * others' slices by their barrier (weft_x_gsync): a signal, a semaphore
+ * release or a flush after every block's writes before it; a wait or a
+ * semaphore acquire before any block's reads after it (a flush: both); a
+ * pws over memory channels signals once all have written; a put over a
+ * port channel is the lead's, of the whole range, once all have written
+ * its source (pwsf: no block rewrites it before the flush). A peer's
+ * signal counts once, as with one block. A nop stays a barrier of the
+ * block only: the ops of a plan thread block slice each chunk alike, so
+ * what a block reads of its thread block's writes, its own slice, it
+ * wrote itself; an op sliced otherwise (references of different chunk
+ * counts, a thread block whose ops are of different groups: wsync) has
+ * the barrier on either side, a pipeline around it (the kernel). 1 on
+ * give-up (a lead that gives up has recorded it, and the others' barrier
+ * then gives up too).
  */
-WEFT_DEVICE int weft_x_run_op(const weft_kctx_t *k, const weft_exec_args_t *a, const weft_xop_t *o, uint64_t it,
-                              uint64_t unit)
+WEFT_DEVICE int weft_x_run_op(const weft_kctx_t *k, weft_exec_args_t *a, const weft_xop_t *o, uint64_t it,
+                              uint64_t unit, uint32_t nsub)
 {
-    int before = 0, after = 0;
-    if (a->wide <= 1)
-        return weft_x_op_body(k, a, o, it, unit);
-    switch (o->code) {
-    case WEFT_XOP_SIGNAL:
-    case WEFT_XOP_RLXSIGNAL:
-    case WEFT_XOP_SEM_RELEASE:
-        before = 1;
-        break;
-    case WEFT_XOP_WAIT:
-    case WEFT_XOP_RLXWAIT:
-    case WEFT_XOP_SEM_ACQUIRE:
-        after = 1;
-        break;
-    case WEFT_XOP_FLUSH:
-        before = after = 1;
-        break;
-    case WEFT_XOP_PWS:
-    case WEFT_XOP_PWSF:
-        if (weft_x_op_body(k, a, o, it, unit) || weft_x_gsync(k, a))
-            return 1;
-        if (a->wid == 0 && weft_x_pws_tail(k, a, o))
-            return 1;
-        /* pwsf: no block rewrites its source before the flush */
-        return o->code == WEFT_XOP_PWSF ? weft_x_gsync(k, a) : 0;
-    default:
-        if (!weft_x_mixed(o))
-            return weft_x_op_body(k, a, o, it, unit);
-        /* sliced over its whole range, unlike the ops around it */
-        return weft_x_gsync(k, a) || weft_x_op_body(k, a, o, it, unit) || weft_x_gsync(k, a);
+    int before = 0, after = 0, lead = 0, bad = 0, wide = a->wide > 1;
+    int pws = o->code == WEFT_XOP_PWS || o->code == WEFT_XOP_PWSF;
+    int port_put = o->chan_type == WEFT_XCHAN_PORT && (o->code == WEFT_XOP_PUT || pws);
+    if (wide) {
+        switch (o->code) {
+        case WEFT_XOP_SIGNAL:
+        case WEFT_XOP_RLXSIGNAL:
+        case WEFT_XOP_SEM_RELEASE:
+            before = lead = 1;
+            break;
+        case WEFT_XOP_WAIT:
+        case WEFT_XOP_RLXWAIT:
+        case WEFT_XOP_SEM_ACQUIRE:
+            after = lead = 1;
+            break;
+        case WEFT_XOP_FLUSH:
+            before = after = lead = 1;
+            break;
+        default:
+            before = after = o->wsync || weft_x_mixed(o);
+            before |= port_put;
+            after |= port_put && o->code == WEFT_XOP_PWSF;
+            break;
+        }
     }
     if (before && weft_x_gsync(k, a))
         return 1;
-    if (a->wid == 0 && weft_x_op_body(k, a, o, it, unit))
-        return 1;
+    if (!lead || a->wid == 0) {
+        /* one call of the body (a GPU compiler inlines each) */
+        for (uint32_t c = 0; c < (nsub > 1 ? nsub : 1u) && !bad; c++) {
+            a->sub = nsub > 1 ? c : WEFT_X_WHOLE;
+            bad = weft_x_op_body(k, a, o, it, unit);
+        }
+        a->sub = WEFT_X_WHOLE;
+        if (bad)
+            return 1;
+    }
+    if (wide && pws && !port_put) {
+        if (weft_x_gsync(k, a))
+            return 1;
+        if (a->wid == 0)
+            weft_x_pws_signal(k, a, o);
+    }
     return after ? weft_x_gsync(k, a) : 0;
 }
 
-/*
- * The end of a block's ops: the proxy must have read every source the
- * block's port puts named before the execution counts as done, since the
- * next one on the stream rewrites the plan's buffers (the copy in). A flush
- * of each channel a put without flush used, not repeated back to back.
- */
 /*
  * An op outside a pipeline. A thread-block group splits each chunk among
  * its blocks, not the op's whole range: chunk c's slice g goes to block g
@@ -796,12 +821,12 @@ WEFT_DEVICE int weft_x_run_op(const weft_kctx_t *k, const weft_exec_args_t *a, c
  * reduce_tbg plan does exactly that). Where every reference of the op
  * spans the same n > 1 chunks, the op runs once per chunk, narrowed to
  * that chunk (a->sub, which weft_x_offset reads: @p a is this thread's own
- * copy of the arguments); otherwise as it is.
+ * copy of the arguments); otherwise as it is. Wide blocks slice each chunk
+ * the same way.
  */
 WEFT_DEVICE int weft_x_run_tbg_op(const weft_kctx_t *k, weft_exec_args_t *a, const weft_xop_t *o)
 {
     uint32_t n = 0, same = 1;
-    int bad = 0;
     if (o->tbg_size * a->wide > 1) {
         for (uint32_t i = 0; i < o->nsrc; i++) {
             if (!n) n = o->src[i].size;
@@ -812,21 +837,22 @@ WEFT_DEVICE int weft_x_run_tbg_op(const weft_kctx_t *k, weft_exec_args_t *a, con
             same &= o->dst[i].size == n;
         }
     }
-    if (n > 1 && same) {
-        for (uint32_t c = 0; c < n && !bad; c++) {
-            a->sub = c;
-            bad = weft_x_run_op(k, a, o, 0, 0);
-        }
-        a->sub = WEFT_X_WHOLE;
-        return bad;
-    }
-    return weft_x_run_op(k, a, o, 0, 0);
+    return weft_x_run_op(k, a, o, 0, 0, n > 1 && same ? n : 0);
 }
 
+/*
+ * The end of a block's ops: the proxy must have read every source the
+ * block's port puts named before the execution counts as done, since the
+ * next one on the stream rewrites the plan's buffers (the copy in). A flush
+ * of each channel a put without flush used, not repeated back to back.
+ * (Wide blocks: each block flushes; the lead's puts are before its flush.)
+ */
 WEFT_DEVICE int weft_x_port_drain(const weft_kctx_t *k, const weft_exec_args_t *a, uint32_t first, uint32_t end)
 {
     int bad = 0;
     uint32_t last = 0xffffffffu;
+    if (a->wid != 0)
+        return 0; /* wide blocks: the lead put, the lead flushes */
     weft_block_sync(k);
     for (uint32_t i = first; i < end && !bad && k->thread == 0; i++) {
         const weft_xop_t *o = &a->ops[i];
@@ -995,7 +1021,7 @@ WEFT_DEVICE void weft_exec_plan(const weft_kctx_t *k, void *args)
                 return;
             for (uint64_t it = 0; it < iters; it++)
                 for (uint32_t j = 1; j <= o->nops; j++)
-                    if (weft_x_run_op(k, a, &a->ops[i + j], it * o->unit_size, o->unit_size))
+                    if (weft_x_run_op(k, a, &a->ops[i + j], it * o->unit_size, o->unit_size, 0))
                         return; /* failed: the count stays (the communicator has failed) */
             if (a->wide > 1 && weft_x_gsync(k, a))
                 return;
