@@ -143,6 +143,7 @@ typedef struct {
                                 * running op is narrowed to (weft_x_run_tbg_op) */
     uint32_t wide;             /* blocks that run each plan thread block (wide blocks, below; >= 1) */
     uint32_t tb, wid;          /* set by the kernel: this block's plan thread block, its place among them */
+    uint32_t nosig;            /* set by the kernel: a pws/pwsf's puts leave its signals to weft_x_pws_tail */
     int32_t rank, nranks;
     uint32_t sw_emulated;      /* the switch channels are the host backend's emulation */
     /* host emulation, a switch channel over some of the ranks only (its
@@ -294,6 +295,8 @@ WEFT_DEVICE int weft_x_port_put(const weft_exec_args_t *a, const weft_xop_t *o, 
     uint64_t bytes = (dbytes < sbytes ? dbytes : sbytes) * (pkt ? 2u : 1u);
     h.dst_mem = a->port.rmem[d->slot];
     h.src_mem = a->port.lmem[s->where];
+    if (a->nosig)
+        return weft_pc_put(&h, doff, soff, bytes);
     if (o->code == WEFT_XOP_PWSF)
         return weft_pc_put_with_signal_and_flush(&h, doff, soff, bytes);
     if (o->code == WEFT_XOP_PWS)
@@ -561,7 +564,7 @@ WEFT_DEVICE int weft_x_op_body(const weft_kctx_t *k, const weft_exec_args_t *a, 
             weft_xrange_t r = weft_x_range(a, o, s, 0, it, unit);
             weft_copy(d.p, r.p, d.bytes < r.bytes ? d.bytes : r.bytes, tid, nt);
         }
-        if ((o->code == WEFT_XOP_PWS || o->code == WEFT_XOP_PWSF) && a->wide <= 1) {
+        if ((o->code == WEFT_XOP_PWS || o->code == WEFT_XOP_PWSF) && !a->nosig) {
             weft_block_sync(k);
             for (size_t i = tid; i < o->nchan; i += nt)
                 weft_sema_signal(&a->mc[o->chan[i]]);
@@ -731,13 +734,28 @@ WEFT_DEVICE int weft_x_op_body(const weft_kctx_t *k, const weft_exec_args_t *a, 
     }
 }
 
-/* Wide blocks: the signals of a pws or pwsf over memory channels, by the
- * lead once every block has written its slice, as weft_x_op_body's
- * single block signals them. */
-WEFT_DEVICE void weft_x_pws_signal(const weft_kctx_t *k, const weft_exec_args_t *a, const weft_xop_t *o)
+/* The signals of a pws or pwsf whose puts ran without them (a->nosig:
+ * per chunk, or by wide blocks), once for the whole op, after the
+ * block's writes or puts: as weft_x_op_body signals them, one per
+ * destination's channel over a port channel (pwsf: then its flush), one
+ * per channel over memory channels. */
+WEFT_DEVICE int weft_x_pws_tail(const weft_kctx_t *k, const weft_exec_args_t *a, const weft_xop_t *o)
 {
-    for (size_t i = k->thread; i < o->nchan; i += k->nthreads)
+    size_t tid = k->thread, nt = k->nthreads;
+    int bad = 0;
+    weft_block_sync(k);
+    if (o->chan_type == WEFT_XCHAN_PORT) {
+        for (size_t i = tid; i < o->ndst && !bad; i += nt) {
+            weft_port_channel_dev_t *h = &a->port.ch[o->chan[i < o->nchan ? i : (size_t)o->nchan - 1u]];
+            bad = weft_pc_signal(h);
+            if (!bad && o->code == WEFT_XOP_PWSF)
+                bad = weft_pc_flush(h);
+        }
+        return weft_block_sync_or(k, bad);
+    }
+    for (size_t i = tid; i < o->nchan; i += nt)
         weft_sema_signal(&a->mc[o->chan[i]]);
+    return 0;
 }
 
 /*
@@ -749,9 +767,11 @@ WEFT_DEVICE void weft_x_pws_signal(const weft_kctx_t *k, const weft_exec_args_t 
  * others' slices by their barrier (weft_x_gsync): a signal, a semaphore
  * release or a flush after every block's writes before it; a wait or a
  * semaphore acquire before any block's reads after it (a flush: both); a
- * pws over memory channels signals once all have written; a put over a
- * port channel is the lead's, of the whole range, once all have written
- * its source (pwsf: no block rewrites it before the flush). A peer's
+ * pws signals once, after every block's writes (weft_x_pws_tail); a put
+ * over a port channel is the lead's, of the whole range, once all have
+ * written its source (pwsf: no block rewrites it before the flush); an op
+ * whose references span different chunk counts runs in the lead alone,
+ * as one block runs it. A peer's
  * signal counts once, as with one block. A nop stays a barrier of the
  * block only: the ops of a plan thread block slice each chunk alike, so
  * what a block reads of its thread block's writes, its own slice, it
@@ -764,9 +784,12 @@ WEFT_DEVICE void weft_x_pws_signal(const weft_kctx_t *k, const weft_exec_args_t 
 WEFT_DEVICE int weft_x_run_op(const weft_kctx_t *k, weft_exec_args_t *a, const weft_xop_t *o, uint64_t it,
                               uint64_t unit, uint32_t nsub)
 {
-    int before = 0, after = 0, lead = 0, bad = 0, wide = a->wide > 1;
+    int before = 0, after = 0, lead = 0, solo = 0, bad = 0, wide = a->wide > 1;
     int pws = o->code == WEFT_XOP_PWS || o->code == WEFT_XOP_PWSF;
     int port_put = o->chan_type == WEFT_XCHAN_PORT && (o->code == WEFT_XOP_PUT || pws);
+    uint32_t w = a->wide;
+    /* a pws run per chunk or by wide blocks signals once, at the end */
+    int split_sig = pws && (wide || nsub > 1);
     if (wide) {
         switch (o->code) {
         case WEFT_XOP_SIGNAL:
@@ -783,29 +806,38 @@ WEFT_DEVICE int weft_x_run_op(const weft_kctx_t *k, weft_exec_args_t *a, const w
             before = after = lead = 1;
             break;
         default:
-            before = after = o->wsync || weft_x_mixed(o);
-            before |= port_put;
-            after |= port_put && o->code == WEFT_XOP_PWSF;
+            /* references of different lengths: the lead alone, as one
+             * block (slicing each its own way would pair other bytes) */
+            before = after = lead = solo = weft_x_mixed(o);
+            before |= o->wsync || port_put;
+            after |= o->wsync || (port_put && o->code == WEFT_XOP_PWSF);
             break;
         }
     }
     if (before && weft_x_gsync(k, a))
         return 1;
     if (!lead || a->wid == 0) {
+        a->nosig = (uint32_t)split_sig;
+        if (solo)
+            a->wide = 1;
         /* one call of the body (a GPU compiler inlines each) */
         for (uint32_t c = 0; c < (nsub > 1 ? nsub : 1u) && !bad; c++) {
             a->sub = nsub > 1 ? c : WEFT_X_WHOLE;
             bad = weft_x_op_body(k, a, o, it, unit);
         }
         a->sub = WEFT_X_WHOLE;
+        a->wide = w;
+        a->nosig = 0;
         if (bad)
             return 1;
     }
-    if (wide && pws && !port_put) {
-        if (weft_x_gsync(k, a))
+    if (split_sig) {
+        /* over memory channels every block's copies first; over a port
+         * channel the lead's own puts are before its signals */
+        if (wide && !port_put && !solo && weft_x_gsync(k, a))
             return 1;
-        if (a->wid == 0)
-            weft_x_pws_signal(k, a, o);
+        if (a->wid == 0 && weft_x_pws_tail(k, a, o))
+            return 1;
     }
     return after ? weft_x_gsync(k, a) : 0;
 }
@@ -845,7 +877,7 @@ WEFT_DEVICE int weft_x_run_tbg_op(const weft_kctx_t *k, weft_exec_args_t *a, con
  * block's port puts named before the execution counts as done, since the
  * next one on the stream rewrites the plan's buffers (the copy in). A flush
  * of each channel a put without flush used, not repeated back to back.
- * (Wide blocks: each block flushes; the lead's puts are before its flush.)
+ * (Wide blocks: only the lead puts, so only the lead flushes.)
  */
 WEFT_DEVICE int weft_x_port_drain(const weft_kctx_t *k, const weft_exec_args_t *a, uint32_t first, uint32_t end)
 {
@@ -992,6 +1024,7 @@ WEFT_DEVICE void weft_exec_plan(const weft_kctx_t *k, void *args)
     a->flag = (uint32_t)(call % 0xffffffffull) + 1;
     a->scr_off = (call & 1) * a->scr_half;
     a->sub = WEFT_X_WHOLE;
+    a->nosig = 0;
     uint32_t top = 0; /* top-level ops run (WEFT_EXEC_TRACE's stamps) */
     int copies = 0;   /* the ranks did not agree: this kernel copies in and out */
     if (a->zc.on) {
