@@ -318,16 +318,18 @@ static weft_status_t zr_setup(weft_comm_t *comm, struct weft_executor *x)
  * plan thread blocks, each a slice of every chunk its ops touch. A plan
  * names few thread blocks (MSCCL++'s allreduce 8 a rank, its packet
  * allreduce 2), and one block moves a few tens of GB/s: the built-in
- * collectives run up to 64 a rank. WEFT_EXEC_WIDE if set; else on a GPU
- * as many as the device's multiprocessors shared among the ranks on it
- * allow (every block of every rank must be resident at once: blocks
- * spin on each other, as the collectives' packet teams do, coll.c), at
- * most 8; on the host backend, whose blocks are threads on cores the
- * ranks already share, one. Never more than the backend launches. Each
- * rank decides alone: a peer's signal counts once however many blocks
- * run the op, and packets carry their own flags.
+ * collectives run up to 64 a rank. WEFT_EXEC_WIDE if set, never more
+ * than the device's multiprocessors shared among the ranks on it allow
+ * (every block of every rank must be resident at once: blocks spin on
+ * each other, as the collectives' packet teams do, coll.c) nor than the
+ * backend launches; else one. (A GPU default of as many as fit, at most
+ * EXEC_WIDE_MAX, waits for its measurement on a GPU.) Each rank decides
+ * alone: what a thread block covers does not depend on the count
+ * (executor.h, weft_x_offset_of), a peer's signal counts once however
+ * many blocks run the op, and packets carry their own flags.
  */
 #define EXEC_WIDE_MAX 8
+#define EXEC_WIDE_AUTO_ON_GPU 0
 
 static uint32_t exec_wide(weft_comm_t *comm, uint32_t ntb)
 {
@@ -350,7 +352,7 @@ static uint32_t exec_wide(weft_comm_t *comm, uint32_t ntb)
     if (forced > 0)
         wide = (unsigned)forced;
     else
-        wide = (comm->caps & WEFT_CAP_CPU_ACCESS) ? 1u : (room ? room : 1u);
+        wide = (comm->caps & WEFT_CAP_CPU_ACCESS) || !EXEC_WIDE_AUTO_ON_GPU ? 1u : (room ? room : 1u);
     if (wide > EXEC_WIDE_MAX && forced <= 0)
         wide = EXEC_WIDE_MAX;
     if (room && wide > room) /* residency */

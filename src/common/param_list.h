@@ -137,8 +137,8 @@ WEFT_PARAM(EXEC_TRACE, "WEFT_EXEC_TRACE", INT, "0",
            "(weft_plan_trace; weft-perf --plan prints the last execution's ops); set before a plan first runs")
 WEFT_PARAM(EXEC_WIDE, "WEFT_EXEC_WIDE", INT, "-1",
            "blocks that run each thread block of a plan, each a slice of its every chunk, its signals and waits "
-           "once (-1: on a GPU as many as its multiprocessors shared among the ranks on it allow for the "
-           "plan's thread blocks, at most 8; 1 on the host backend); set before a plan first runs")
+           "once, at most as many as the GPU's multiprocessors shared among the ranks on it allow (-1: 1, for "
+           "now); set before a plan first runs")
 WEFT_PARAM(EXEC_FIT_THREADS, "WEFT_EXEC_FIT_THREADS", INT, "1",
            "1: the executor launches as many threads per block as a message's largest op per block can use "
            "(at least 64, at most the plan's num_threads_per_block); 0: always the plan's num_threads_per_block")
