@@ -435,20 +435,26 @@ static weft_status_t switch_setup(weft_comm_t *comm, struct weft_coll_ctx *x)
  * never finished. No multiprocessor count (an unknown device): 16.
  * Collective (an allgather).
  */
-static weft_status_t agree_team_blocks(weft_comm_t *comm, unsigned *out)
+unsigned weft_coll_device_blocks(const weft_comm_t *comm)
 {
     weft_gpu_props_t props;
-    unsigned *all, sharing = 0, n = 16;
-    weft_status_t status;
+    unsigned sm = 1, sharing = 0;
     memset(&props, 0, sizeof(props));
-    if (comm->gpu->props(comm->gctx, &props) == WEFT_OK && props.sm_count) {
-        unsigned sm = 1;
-        while (sm * 2 <= props.sm_count)
-            sm *= 2; /* a power of two: 132 SMs give 128 blocks, the total measured */
-        for (int r = 0; r < comm->nranks; r++)
-            sharing += comm->same_device && comm->same_device[r];
-        n = sm / WEFT_MAX(sharing, 1u);
-    }
+    if (comm->gpu->props(comm->gctx, &props) != WEFT_OK || !props.sm_count)
+        return 0;
+    while (sm * 2 <= props.sm_count)
+        sm *= 2; /* a power of two: 132 SMs give 128 blocks, the total measured */
+    for (int r = 0; r < comm->nranks; r++)
+        sharing += comm->same_device && comm->same_device[r];
+    return sm / WEFT_MAX(sharing, 1u);
+}
+
+static weft_status_t agree_team_blocks(weft_comm_t *comm, unsigned *out)
+{
+    unsigned *all, n = weft_coll_device_blocks(comm);
+    weft_status_t status;
+    if (!n)
+        n = 16;
     if (!(all = calloc((size_t)comm->nranks, sizeof(*all))))
         return WEFT_ERR_NO_MEMORY;
     all[comm->rank] = WEFT_MAX(1u, WEFT_MIN(n, (unsigned)WEFT_COLL_MAX_TEAMS));

@@ -9,6 +9,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The blocks one rank may launch with every block of every rank on its
+ * device resident at once: the device's multiprocessors (rounded down to
+ * a power of two) shared among the ranks on it; 0 where the backend has
+ * no multiprocessor count (the host backend). */
+unsigned weft_coll_device_blocks(const weft_comm_t *comm);
 /* Releases the collectives' channels (registered with weft_comm_on_destroy). */
 void weft_coll_ctx_destroy(weft_comm_t *comm);
 /* Launches the communicator's last collective kernel again with the very

@@ -320,36 +320,22 @@ static weft_status_t zr_setup(weft_comm_t *comm, struct weft_executor *x)
  * allreduce 2), and one block moves a few tens of GB/s: the built-in
  * collectives run up to 64 a rank. WEFT_EXEC_WIDE if set, never more
  * than the device's multiprocessors shared among the ranks on it allow
- * (every block of every rank must be resident at once: blocks spin on
- * each other, as the collectives' packet teams do, coll.c) nor than the
- * backend launches; else one. (A GPU default of as many as fit, at most
- * EXEC_WIDE_MAX, waits for its measurement on a GPU.) Each rank decides
- * alone: what a thread block covers does not depend on the count
- * (executor.h, weft_x_offset_of), a peer's signal counts once however
- * many blocks run the op, and packets carry their own flags.
+ * (weft_coll_device_blocks: every block of every rank must be resident
+ * at once, since blocks spin on each other) nor than the backend
+ * launches; else one (a GPU default waits for a measured choice: README,
+ * "Wide blocks"). Each rank decides alone: what a thread block covers
+ * does not depend on the count (executor.h, weft_x_offset_of), a peer's
+ * signal counts once however many blocks run the op, and packets carry
+ * their own flags.
  */
-#define EXEC_WIDE_MAX 8
-#define EXEC_WIDE_AUTO_ON_GPU 0
-
 static uint32_t exec_wide(weft_comm_t *comm, const struct weft_plan *plan, uint32_t ntb)
 {
     weft_gpu_props_t props;
     int forced = weft_param_int(WEFT_P_EXEC_WIDE);
-    unsigned room = 0, wide, sharing = 0;
-    if (!ntb)
+    unsigned blocks, wide;
+    if (!ntb || forced <= 1)
         return 1;
-    memset(&props, 0, sizeof(props));
-    if (comm->gpu->props(comm->gctx, &props) != WEFT_OK)
-        return 1;
-    if (props.sm_count) {
-        unsigned sm = 1;
-        while (sm * 2 <= props.sm_count)
-            sm *= 2;
-        for (int r = 0; r < comm->nranks; r++)
-            sharing += comm->same_device && comm->same_device[r];
-        room = sm / (sharing ? sharing : 1u) / ntb;
-    }
-    if (forced > 1 && (comm->caps & WEFT_CAP_GPU) && weft_plan_port_used(plan)) {
+    if ((comm->caps & WEFT_CAP_GPU) && weft_plan_port_used(plan)) {
         /* On one H100 the port-channel unit plans (pws, pwsf, rppkt) with
          * 3 blocks a thread block killed both ranks (SIGSEGV), where the
          * host backend runs them right: not understood yet */
@@ -357,14 +343,12 @@ static uint32_t exec_wide(weft_comm_t *comm, const struct weft_plan *plan, uint3
                   "not supported yet", plan->name, forced);
         return 1;
     }
-    if (forced > 0)
-        wide = (unsigned)forced;
-    else
-        wide = (comm->caps & WEFT_CAP_CPU_ACCESS) || !EXEC_WIDE_AUTO_ON_GPU ? 1u : (room ? room : 1u);
-    if (wide > EXEC_WIDE_MAX && forced <= 0)
-        wide = EXEC_WIDE_MAX;
-    if (room && wide > room) /* residency */
-        wide = room;
+    memset(&props, 0, sizeof(props));
+    if (comm->gpu->props(comm->gctx, &props) != WEFT_OK)
+        return 1;
+    wide = (unsigned)forced;
+    if ((blocks = weft_coll_device_blocks(comm)) && wide > blocks / ntb) /* residency */
+        wide = blocks / ntb;
     if (props.max_blocks && (uint64_t)wide * ntb > props.max_blocks)
         wide = props.max_blocks / ntb;
     return wide ? wide : 1u;

@@ -9,6 +9,7 @@
  * rppkt over a port channel (a plan of the DSL's shape, inline here) moves
  * packets between hosts; ppkt over one is refused. */
 #include "tap/basic.h"
+#include "plan-wide.h"
 #include "tap/job.h"
 #include "tap/ranks.h"
 #include "weft.h"
@@ -213,13 +214,7 @@ static int refusals(int rank, int nranks, void *arg)
 
 int main(void)
 {
-#ifdef PLAN_T_WIDE
-    { /* the -wide- variant: each plan thread block run by PLAN_T_WIDE blocks (executor.h) */
-        char wide[16];
-        snprintf(wide, sizeof(wide), "%d", PLAN_T_WIDE);
-        setenv("WEFT_EXEC_WIDE", wide, 1);
-    }
-#endif
+    plan_wide_env();
     static const job_t plans[] = {
         {"flush__flush_test.json", 1, 0, 0},
         {"flush__flush_fuse_test.json", 1, 0, 0},

@@ -10,6 +10,7 @@
  * their moment), the Simple one through the plan's buffers.
  */
 #include "tap/basic.h"
+#include "plan-wide.h"
 #include "collref.h"
 #include "tap/job.h"
 #include "tap/ranks.h"
@@ -104,13 +105,7 @@ static int replay(int rank, int nranks, void *arg)
 
 int main(void)
 {
-#ifdef PLAN_T_WIDE
-    { /* the -wide- variant: each plan thread block run by PLAN_T_WIDE blocks (executor.h) */
-        char wide[16];
-        snprintf(wide, sizeof(wide), "%d", PLAN_T_WIDE);
-        setenv("WEFT_EXEC_WIDE", wide, 1);
-    }
-#endif
+    plan_wide_env();
     static const replay_case_t cases[] = {
         {"allreduce_packet.json", 64, 1}, /* LL, double scratch */
         {"reduce_pack.json", 128, 1},     /* LL packets reduced and sent on, double scratch */

@@ -19,6 +19,7 @@
  * over them), on the caller's buffers, which the plan's count of zero-copy
  * runs must show. */
 #include "tap/basic.h"
+#include "plan-wide.h"
 #include "collref.h"
 #include "tap/job.h"
 #include "tap/ranks.h"
@@ -339,13 +340,7 @@ int main(void)
     static const char *const dirs[] = {"mscclpp", "mscclpp-dsl-units"};
     job_t jobs[64];
     int n = 0;
-#ifdef PLAN_T_WIDE
-    /* t/coll/plan-wide-t: every plan again, each thread block run by
-     * PLAN_T_WIDE blocks (executor.h, wide blocks), an uneven count */
-    char wide[16];
-    snprintf(wide, sizeof(wide), "%d", PLAN_T_WIDE);
-    setenv("WEFT_EXEC_WIDE", wide, 1);
-#endif
+    plan_wide_env();
     if (getenv("WEFT_BACKEND") && *getenv("WEFT_BACKEND")) backend = getenv("WEFT_BACKEND");
     if (strcmp(backend, "host") && !device_visible(backend))
         skip_all_hardware("gpu", "WEFT_BACKEND=%s: no such device here (or the backend is not built)", backend);
