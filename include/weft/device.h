@@ -698,6 +698,26 @@ WEFT_DEVICE uint64_t weft_fifo_push(weft_fifo_dev_t *f, uint64_t w0, uint64_t w1
     return slot;
 }
 
+/* Pushes two triggers into consecutive slots, reserved at once, so that no
+ * other thread's trigger comes between them: a BASE trigger (the high
+ * offset bits the proxy keeps per channel) and the DATA trigger it
+ * qualifies. Two threads putting over one channel at once would otherwise
+ * each be able to take the other's BASE. Returns the second slot, or
+ * UINT64_MAX if the wait for room gave up. */
+WEFT_DEVICE uint64_t weft_fifo_push2(weft_fifo_dev_t *f, uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
+{
+    uint64_t slot = weft_fetch_add_relaxed_u64(f->head, 2);
+    /* room for the second is room for both: the proxy frees slots in order */
+    if (slot + 1 >= f->size && weft_wait_geq_u64(f->ctl, f->tail, slot + 2 - f->size, -1, WEFT_DEV_OP_FIFO_PUSH))
+        return UINT64_MAX;
+    weft_trigger_t *t = &f->triggers[slot & (f->size - 1)], *u = &f->triggers[(slot + 1) & (f->size - 1)];
+    weft_store_relaxed_u64(&t->w0, a0);
+    weft_store_release_u64(&t->w1, a1 | (1ull << 63));
+    weft_store_relaxed_u64(&u->w0, b0);
+    weft_store_release_u64(&u->w1, b1 | (1ull << 63));
+    return slot + 1;
+}
+
 /* Waits until the proxy has executed slot (and everything before it). */
 WEFT_DEVICE int weft_fifo_sync(weft_fifo_dev_t *f, uint64_t slot)
 {
@@ -750,14 +770,12 @@ WEFT_DEVICE uint64_t weft_pc_push_inline(weft_port_channel_dev_t *c, uint64_t ds
 #else
         memcpy(&v, c->src_base + src_off + i, 8);
 #endif
-        if (d >> 32) {
-            slot = weft_fifo_push(&c->fifo, (d >> 32) << 32, weft_pc_w1(c, 0, WEFT_TRIGGER_BASE));
-            if (slot == UINT64_MAX)
-                return slot;
-        }
-        slot = weft_fifo_push(&c->fifo, v,
-                              (weft_pc_w1(c, d, type) & ~((uint64_t)WEFT_TRIGGER_MAX_MEM << 32)) |
-                                  (uint64_t)WEFT_TRIGGER_INLINE_MEM << 32);
+        uint64_t w1 = (weft_pc_w1(c, d, type) & ~((uint64_t)WEFT_TRIGGER_MAX_MEM << 32)) |
+                      (uint64_t)WEFT_TRIGGER_INLINE_MEM << 32;
+        if (d >> 32)
+            slot = weft_fifo_push2(&c->fifo, (d >> 32) << 32, weft_pc_w1(c, 0, WEFT_TRIGGER_BASE), v, w1);
+        else
+            slot = weft_fifo_push(&c->fifo, v, w1);
         if (slot == UINT64_MAX)
             return slot;
     }
@@ -776,13 +794,12 @@ WEFT_DEVICE uint64_t weft_pc_push_data(weft_port_channel_dev_t *c, uint64_t dst_
     do {
         uint64_t n = bytes > WEFT_TRIGGER_MAX_SIZE ? WEFT_TRIGGER_MAX_SIZE : bytes;
         unsigned type = WEFT_TRIGGER_DATA | (n == bytes ? last_type : 0u);
-        if ((src_off >> 32) || (dst_off >> 32)) {
-            slot = weft_fifo_push(&c->fifo, (src_off >> 32) | (dst_off >> 32) << 32,
-                                  weft_pc_w1(c, 0, WEFT_TRIGGER_BASE));
-            if (slot == UINT64_MAX)
-                return slot;
-        }
-        slot = weft_fifo_push(&c->fifo, n | (src_off & 0xffffffffull) << 32, weft_pc_w1(c, dst_off, type));
+        uint64_t w0 = n | (src_off & 0xffffffffull) << 32, w1 = weft_pc_w1(c, dst_off, type);
+        if ((src_off >> 32) || (dst_off >> 32))
+            slot = weft_fifo_push2(&c->fifo, (src_off >> 32) | (dst_off >> 32) << 32,
+                                   weft_pc_w1(c, 0, WEFT_TRIGGER_BASE), w0, w1);
+        else
+            slot = weft_fifo_push(&c->fifo, w0, w1);
         if (slot == UINT64_MAX)
             return slot;
         bytes -= n;

@@ -287,9 +287,8 @@ WEFT_DEVICE int weft_x_port_put(const weft_exec_args_t *a, const weft_xop_t *o, 
     weft_port_channel_dev_t h = a->port.ch[o->chan[i < o->nchan ? i : (uint32_t)o->nchan - 1u]];
     uint64_t dbytes, sbytes;
     /* wide blocks: the lead puts the whole range, one trigger as one
-     * block would (the proxy copies it; a trigger a block would gain
-     * nothing, and a put's high offset bits go in a trigger of their own
-     * before it, which another block's put must not come between) */
+     * block would (the proxy copies it: a trigger per block would gain
+     * nothing but triggers) */
     uint64_t doff = a->port.rbase[d->slot] + weft_x_offset_of(a, o, d, pkt, it, unit, &dbytes, 1);
     uint64_t soff = a->port.lbase[s->where] + weft_x_offset_of(a, o, s, pkt, it, unit, &sbytes, 1);
     uint64_t bytes = (dbytes < sbytes ? dbytes : sbytes) * (pkt ? 2u : 1u);

@@ -1,12 +1,14 @@
 /* The portable device API on the host: copies for any alignment and
  * thread split, LL packets and their flags, bounded waits, trigger
  * encoding (including splits and high offsets, and inline puts),
- * element conversions. */
+ * element conversions; puts at high offsets pushed by several threads at
+ * once into one channel keep each BASE beside its DATA. */
 #include "tap/basic.h"
 #include "weft/device.h"
 #include "weft/dtype.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,13 +26,71 @@ static int copy_ok(size_t n, size_t dalign, size_t salign, size_t ntid)
     return memcmp(dst, want, sizeof(dst)) == 0;
 }
 
+/* Several threads put at once over one channel (the executor's lead
+ * threads, one per destination, where a plan has more destinations than
+ * channels): every put is at a high offset, so BASE + DATA, and the pair
+ * must stay adjacent in the FIFO. Each thread's high bits and size name it. */
+#define RACE_THREADS 4
+#define RACE_PUTS 4096 /* 2 x 4 x 4096 slots: a power of two, as a FIFO's size */
+typedef struct {
+    weft_port_channel_dev_t pc;
+    unsigned id;
+    int bad;
+} race_t;
+
+static void *race_main(void *arg)
+{
+    race_t *r = arg;
+    for (unsigned i = 0; i < RACE_PUTS; i++)
+        r->bad |= weft_pc_put(&r->pc, ((uint64_t)(r->id + 1) << 32) + 8 * i, 0, 1000 + r->id);
+    return NULL;
+}
+
+static int race_pairs_ok(void)
+{
+    static weft_trigger_t trig[2 * RACE_THREADS * RACE_PUTS];
+    uint64_t head = 0, tail = 0;
+    weft_dev_ctl_t ctl;
+    race_t r[RACE_THREADS];
+    pthread_t th[RACE_THREADS];
+    int ok_pairs = 1;
+    memset(&ctl, 0, sizeof(ctl));
+    memset(trig, 0, sizeof(trig));
+    for (unsigned t = 0; t < RACE_THREADS; t++) {
+        memset(&r[t], 0, sizeof(r[t]));
+        r[t].id = t;
+        r[t].pc.fifo.triggers = trig;
+        r[t].pc.fifo.head = &head;
+        r[t].pc.fifo.tail = &tail;
+        r[t].pc.fifo.size = 2 * RACE_THREADS * RACE_PUTS; /* room for all: nothing drains it */
+        r[t].pc.fifo.ctl = &ctl;
+        r[t].pc.channel = 7;
+    }
+    for (unsigned t = 0; t < RACE_THREADS; t++)
+        pthread_create(&th[t], NULL, race_main, &r[t]);
+    for (unsigned t = 0; t < RACE_THREADS; t++) {
+        pthread_join(th[t], NULL);
+        ok_pairs = ok_pairs && !r[t].bad;
+    }
+    for (size_t i = 0; i + 1 < 2 * RACE_THREADS * RACE_PUTS && ok_pairs; i += 2) {
+        unsigned tb = (unsigned)(trig[i].w1 >> 60) & 7, td = (unsigned)(trig[i + 1].w1 >> 60) & 7;
+        uint64_t id = (trig[i].w0 >> 32) - 1, size = trig[i + 1].w0 & 0xffffffffull;
+        if (tb != WEFT_TRIGGER_BASE || td != WEFT_TRIGGER_DATA || size != 1000 + id) {
+            diag("slots %zu/%zu: types %u/%u, BASE of thread %llu, DATA of %llu bytes", i, i + 1, tb, td,
+                 (unsigned long long)id, (unsigned long long)size);
+            ok_pairs = 0;
+        }
+    }
+    return ok_pairs && head == 2 * RACE_THREADS * RACE_PUTS;
+}
+
 int main(void)
 {
     int all = 1;
     weft_dev_ctl_t ctl;
     uint64_t word = 0;
 
-    plan(26);
+    plan(27);
     for (size_t n = 0; n <= 200 && all; n += (n < 40 ? 1 : 23))
         for (size_t da = 0; da < 17 && all; da++)
             for (size_t sa = 0; sa < 17 && all; sa += 3)
@@ -152,6 +212,12 @@ int main(void)
             copies = copies && ((trig[i].w1 >> 32) & 511) != WEFT_TRIGGER_INLINE_MEM;
         ok(copies, "puts above inline_max, at unaligned offsets or sizes, or from another memory are copies");
     }
+
+    int pairs = 1;
+    for (int round = 0; round < 10 && pairs; round++) /* a race: several tries */
+        pairs = race_pairs_ok();
+    ok(pairs, "puts at high offsets from %d threads at once over one channel: each BASE beside its DATA",
+       RACE_THREADS);
 
     /* element conversions */
     ok(weft_f32_to_f16(1.0f) == 0x3c00 && weft_f32_to_f16(65504.0f) == 0x7bff && weft_f32_to_f16(65520.0f) == 0x7c00 &&
