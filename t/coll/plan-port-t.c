@@ -152,16 +152,20 @@ static int rank_main(int rank, int nranks, void *arg)
                                        (unsigned char)host_out[i], pattern(peer, (int)r, i));
         } else if (j->puts) {
             /* our chunk 0 as we wrote it; chunk 1: the peer's chunk 0, put by its proxy */
-            char *buf;
+            char *dev, *buf = malloc(2 * chunk);
             size_t bytes;
-            if (weft_plan_buffer(comm, p, WEFT_PLAN_BUF_INPUT, (void **)&buf, &bytes) != WEFT_OK || bytes < in_bytes)
-                return rank_fail("the executor's input buffer");
+            /* the executor's buffer is device memory on a GPU: copied out */
+            if (!buf || weft_plan_buffer(comm, p, WEFT_PLAN_BUF_INPUT, (void **)&dev, &bytes) != WEFT_OK ||
+                bytes < 2 * chunk || weft_memcpy(s, buf, dev, 2 * chunk) != WEFT_OK ||
+                weft_stream_synchronize(s) != WEFT_OK)
+                return rank_fail("the executor's input buffer: %s", weft_get_last_error());
             for (size_t i = 0; i < 2 * chunk && !fails; i++) {
                 unsigned char want = i < chunk ? pattern(rank, (int)r, i) : pattern(peer, (int)r, i - chunk);
                 if ((unsigned char)buf[i] != want)
                     fails += rank_fail("%s, chunk %zu: input byte %zu is %u, expected %u (%s)", j->file, chunk, i,
                                        (unsigned char)buf[i], want, i < chunk ? "ours" : "the peer's put");
             }
+            free(buf);
         }
         weft_mem_free(comm, in);
         weft_mem_free(comm, out);
