@@ -3,7 +3,10 @@
  * forked ranks, on one host (the proxy copies over IPC) and with every rank
  * on a "host" of its own (WEFT_HOSTID: the proxy writes over the network
  * transport); the data a put moved is checked in the executor's buffers at
- * chunk sizes from 16 bytes to 1 MiB, several executions in a row. A plan
+ * chunk sizes from 16 bytes to 1 MiB, several executions in a row, rank 0
+ * starting each later one late; the put plans also with puts of 2 chunks
+ * (several chunks a pws: it signals once, not once a chunk, also when
+ * wide blocks or a thread-block group run it chunk by chunk). A plan
  * whose pws on rank 1 lost its signal (a put) leaves rank 0's wait
  * unanswered: rank 0 must fail within the device timeout, naming it.
  * rppkt over a port channel (a plan of the DSL's shape, inline here) moves
@@ -28,6 +31,7 @@ typedef struct {
     int hosts;        /* 1: one host; 0: one per rank */
     int puts;         /* the plan puts input chunk 0 to the peer's chunk 1 */
     int unsignalled;  /* rank 1's pws made a put: rank 0 must time out */
+    int wide_put;     /* the pws put 2 chunks, not 1 (input chunks 0-1 to the peer's 2-3) */
 } job_t;
 
 static unsigned char pattern(int rank, int round, size_t i)
@@ -76,6 +80,14 @@ static char *plan_text(const job_t *j)
         !(s = calloc(1, (size_t)n + 1)) || fread(s, 1, (size_t)n, f) != (size_t)n)
         bail("cannot read %s", path);
     fclose(f);
+    if (j->wide_put) {
+        /* only the pws's references have an index and a size: same-length edits */
+        static const char *const edits[][2] = {
+            {"\"input_chunks\": 2", "\"input_chunks\": 4"}, {"\"index\": 1", "\"index\": 2"}, {"\"size\": 1", "\"size\": 2"}};
+        for (size_t e = 0; e < sizeof(edits) / sizeof(edits[0]); e++)
+            for (char *at = strstr(s, edits[e][0]); at; at = strstr(at + 1, edits[e][0]))
+                memcpy(at, edits[e][1], strlen(edits[e][1]));
+    }
     if (j->unsignalled) {
         /* gpus[1]'s op: the second "pws" of the file */
         char *first = strstr(s, "\"name\": \"pws\"");
@@ -123,6 +135,12 @@ static int rank_main(int rank, int nranks, void *arg)
             host_in[i] = (char)pattern(rank, (int)r, i);
         rank_step("%s: chunk of %zu bytes on %s", j->file ? j->file : "rppkt", chunk,
                   j->hosts ? "one host" : "two hosts");
+        /* rank 0 starts each later round late: a rank 1 whose waits were
+         * answered by a signal too many in the round before (a pws of
+         * several chunks signalling once per chunk) finishes and checks
+         * before rank 0 has put anything */
+        if (r > 0 && rank == 0 && j->puts)
+            usleep(50000);
         st = weft_memcpy(s, in, host_in, in_bytes);
         if (st == WEFT_OK)
             st = weft_execute(comm, p, in, out, in_bytes, out_bytes, WEFT_UINT8, WEFT_SUM, s);
@@ -152,18 +170,18 @@ static int rank_main(int rank, int nranks, void *arg)
                                        (unsigned char)host_out[i], pattern(peer, (int)r, i));
         } else if (j->puts) {
             /* our chunk 0 as we wrote it; chunk 1: the peer's chunk 0, put by its proxy */
-            char *dev, *buf = malloc(2 * chunk);
-            size_t bytes;
+            size_t k = j->wide_put ? 2 : 1, bytes; /* chunks a put moves */
+            char *dev, *buf = malloc(2 * k * chunk);
             /* the executor's buffer is device memory on a GPU: copied out */
             if (!buf || weft_plan_buffer(comm, p, WEFT_PLAN_BUF_INPUT, (void **)&dev, &bytes) != WEFT_OK ||
-                bytes < 2 * chunk || weft_memcpy(s, buf, dev, 2 * chunk) != WEFT_OK ||
+                bytes < 2 * k * chunk || weft_memcpy(s, buf, dev, 2 * k * chunk) != WEFT_OK ||
                 weft_stream_synchronize(s) != WEFT_OK)
                 return rank_fail("the executor's input buffer: %s", weft_get_last_error());
-            for (size_t i = 0; i < 2 * chunk && !fails; i++) {
-                unsigned char want = i < chunk ? pattern(rank, (int)r, i) : pattern(peer, (int)r, i - chunk);
+            for (size_t i = 0; i < 2 * k * chunk && !fails; i++) {
+                unsigned char want = i < k * chunk ? pattern(rank, (int)r, i) : pattern(peer, (int)r, i - k * chunk);
                 if ((unsigned char)buf[i] != want)
                     fails += rank_fail("%s, chunk %zu: input byte %zu is %u, expected %u (%s)", j->file, chunk, i,
-                                       (unsigned char)buf[i], want, i < chunk ? "ours" : "the peer's put");
+                                       (unsigned char)buf[i], want, i < k * chunk ? "ours" : "the peer's put");
             }
             free(buf);
         }
@@ -189,7 +207,7 @@ static int rank_main(int rank, int nranks, void *arg)
 /* One rank: what the executor refuses before anything runs, naming the op. */
 static int refusals(int rank, int nranks, void *arg)
 {
-    job_t j = {"put__put_with_signal_test.json", 1, 1, 0};
+    job_t j = {"put__put_with_signal_test.json", 1, 1, 0, 0};
     weft_comm_t *comm;
     weft_plan_t *p;
     char *text = plan_text(&j), *at, *edited, why[512];
@@ -220,10 +238,12 @@ int main(void)
 {
     plan_wide_env();
     static const job_t plans[] = {
-        {"flush__flush_test.json", 1, 0, 0},
-        {"flush__flush_fuse_test.json", 1, 0, 0},
-        {"put__put_with_signal_test.json", 1, 1, 0},
-        {"put__put_with_signal_and_flush_test.json", 1, 1, 0},
+        {"flush__flush_test.json", 1, 0, 0, 0},
+        {"flush__flush_fuse_test.json", 1, 0, 0, 0},
+        {"put__put_with_signal_test.json", 1, 1, 0, 0},
+        {"put__put_with_signal_and_flush_test.json", 1, 1, 0, 0},
+        {"put__put_with_signal_test.json", 1, 1, 0, 1},
+        {"put__put_with_signal_and_flush_test.json", 1, 1, 0, 1},
     };
     size_t n = sizeof(plans) / sizeof(plans[0]);
     plan((int)(2 * n + 5));
@@ -231,16 +251,16 @@ int main(void)
         for (size_t i = 0; i < n; i++) {
             job_t j = plans[i];
             j.hosts = hosts;
-            ok(run_ranks(2, 60000, rank_main, &j, NULL), "%s, 2 ranks, %s", j.file,
-               hosts ? "one host (IPC)" : "two hosts (network)");
+            ok(run_ranks(2, 60000, rank_main, &j, NULL), "%s%s, 2 ranks, %s", j.file,
+               j.wide_put ? " with 2-chunk puts" : "", hosts ? "one host (IPC)" : "two hosts (network)");
         }
     for (int hosts = 1; hosts >= 0; hosts--) {
-        job_t j = {NULL, hosts, 0, 0};
+        job_t j = {NULL, hosts, 0, 0, 0};
         ok(run_ranks(2, 60000, rank_main, &j, NULL), "rppkt over a port channel (LL, double scratch), %s: the "
            "output is the peer's input", hosts ? "one host (IPC)" : "two hosts (network)");
     }
     for (int hosts = 1; hosts >= 0; hosts--) {
-        job_t j = {"put__put_with_signal_test.json", hosts, 1, 1};
+        job_t j = {"put__put_with_signal_test.json", hosts, 1, 1, 0};
         ok(run_ranks(2, 60000, rank_main, &j, NULL),
            "put with signal, rank 1's signal removed, %s: rank 0's wait fails in bounded time, naming a rank",
            hosts ? "one host" : "two hosts");
