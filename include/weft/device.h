@@ -685,36 +685,48 @@ typedef struct {
     weft_dev_ctl_t *ctl;
 } weft_fifo_dev_t;
 
+/* Reserves @p n consecutive slots at once (no other thread's trigger comes
+ * between them) and waits for room for the last, which is room for all:
+ * the proxy frees slots in order. Returns the first, or UINT64_MAX if the
+ * wait gave up. */
+WEFT_DEVICE uint64_t weft_fifo_reserve(weft_fifo_dev_t *f, uint64_t n)
+{
+    uint64_t slot = weft_fetch_add_relaxed_u64(f->head, n);
+    if (slot + n > f->size && weft_wait_geq_u64(f->ctl, f->tail, slot + n - f->size, -1, WEFT_DEV_OP_FIFO_PUSH))
+        return UINT64_MAX;
+    return slot;
+}
+
+/* Writes a trigger into a reserved slot. */
+WEFT_DEVICE void weft_fifo_fill(weft_fifo_dev_t *f, uint64_t slot, uint64_t w0, uint64_t w1)
+{
+    weft_trigger_t *t = &f->triggers[slot & (f->size - 1)];
+    weft_store_relaxed_u64(&t->w0, w0);
+    weft_store_release_u64(&t->w1, w1 | (1ull << 63)); /* pairs with the proxy's acquire */
+}
+
 /* Pushes a trigger; returns its slot, or UINT64_MAX if the wait for room
  * gave up. */
 WEFT_DEVICE uint64_t weft_fifo_push(weft_fifo_dev_t *f, uint64_t w0, uint64_t w1)
 {
-    uint64_t slot = weft_fetch_add_relaxed_u64(f->head, 1);
-    if (slot >= f->size && weft_wait_geq_u64(f->ctl, f->tail, slot - f->size + 1, -1, WEFT_DEV_OP_FIFO_PUSH))
-        return UINT64_MAX;
-    weft_trigger_t *t = &f->triggers[slot & (f->size - 1)];
-    weft_store_relaxed_u64(&t->w0, w0);
-    weft_store_release_u64(&t->w1, w1 | (1ull << 63)); /* pairs with the proxy's acquire */
+    uint64_t slot = weft_fifo_reserve(f, 1);
+    if (slot != UINT64_MAX)
+        weft_fifo_fill(f, slot, w0, w1);
     return slot;
 }
 
-/* Pushes two triggers into consecutive slots, reserved at once, so that no
- * other thread's trigger comes between them: a BASE trigger (the high
+/* Pushes two triggers into consecutive slots: a BASE trigger (the high
  * offset bits the proxy keeps per channel) and the DATA trigger it
- * qualifies. Two threads putting over one channel at once would otherwise
- * each be able to take the other's BASE. Returns the second slot, or
- * UINT64_MAX if the wait for room gave up. */
+ * qualifies. Two threads putting over one channel at once could otherwise
+ * each take the other's BASE. Returns the second slot, or UINT64_MAX if
+ * the wait for room gave up. */
 WEFT_DEVICE uint64_t weft_fifo_push2(weft_fifo_dev_t *f, uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
 {
-    uint64_t slot = weft_fetch_add_relaxed_u64(f->head, 2);
-    /* room for the second is room for both: the proxy frees slots in order */
-    if (slot + 1 >= f->size && weft_wait_geq_u64(f->ctl, f->tail, slot + 2 - f->size, -1, WEFT_DEV_OP_FIFO_PUSH))
-        return UINT64_MAX;
-    weft_trigger_t *t = &f->triggers[slot & (f->size - 1)], *u = &f->triggers[(slot + 1) & (f->size - 1)];
-    weft_store_relaxed_u64(&t->w0, a0);
-    weft_store_release_u64(&t->w1, a1 | (1ull << 63));
-    weft_store_relaxed_u64(&u->w0, b0);
-    weft_store_release_u64(&u->w1, b1 | (1ull << 63));
+    uint64_t slot = weft_fifo_reserve(f, 2);
+    if (slot == UINT64_MAX)
+        return slot;
+    weft_fifo_fill(f, slot, a0, a1);
+    weft_fifo_fill(f, slot + 1, b0, b1);
     return slot + 1;
 }
 

@@ -169,7 +169,7 @@ static int rank_main(int rank, int nranks, void *arg)
                     fails += rank_fail("rppkt, chunk %zu: output byte %zu is %u, expected the peer's %u", chunk, i,
                                        (unsigned char)host_out[i], pattern(peer, (int)r, i));
         } else if (j->puts) {
-            /* our chunk 0 as we wrote it; chunk 1: the peer's chunk 0, put by its proxy */
+            /* our first k chunks as we wrote them; the next k: the peer's first k, put by its proxy */
             size_t k = j->wide_put ? 2 : 1, bytes; /* chunks a put moves */
             char *dev, *buf = malloc(2 * k * chunk);
             /* the executor's buffer is device memory on a GPU: copied out */
