@@ -172,10 +172,16 @@ static double reduce_bytes(const char *algo, int zc, double n, double s, const c
  * - zero-copy: every rank reads its block of every input (S) and writes
  *   its output (S): 2S.
  * - staged: plus the copy of its input into scratch (2S): 4S.
+ * - one-shot LL16 packets: every rank reads its input (S) and writes its
+ *   output (S); the n - 1 blocks it sends go out as packets, twice the
+ *   payload, written by it and read by their receivers (4(n-1)S/n).
  */
-static double alltoall_bytes(int zc, double n, double s, const char **path)
+static double alltoall_bytes(const char *algo, int zc, double n, double s, const char **path)
 {
-    (void)n;
+    if (strcmp(algo, "packet") == 0) {
+        *path = "packet";
+        return 2 * s + 4 * (n - 1) * s / n;
+    }
     *path = zc ? "zero-copy" : "staged";
     return zc ? 2 * s : 4 * s;
 }
@@ -211,7 +217,7 @@ double perf_bytes_per_rank(perf_coll_t coll, const char *algo, int zero_copy, in
         case PERF_REDUCE_SCATTER: bytes = reduce_scatter_bytes(algo, zero_copy, n, s, &p); break;
         case PERF_BROADCAST: bytes = broadcast_bytes(algo, zero_copy, n, s, &p); break;
         case PERF_REDUCE: bytes = reduce_bytes(algo, zero_copy, n, s, &p); break;
-        case PERF_ALLTOALL: bytes = alltoall_bytes(zero_copy, n, s, &p); break;
+        case PERF_ALLTOALL: bytes = alltoall_bytes(algo, zero_copy, n, s, &p); break;
         case PERF_SENDRECV: bytes = sendrecv_bytes(s, &p); break;
         case PERF_BARRIER: p = "none"; break; /* no data: only the launch floor applies */
         }

@@ -86,6 +86,8 @@ static const weft_algo_t algos[] = {
      "pipelined chain of partial reductions ending at the root (ranks on several hosts)", 0, 0, 0},
     {WEFT_COLL_ALLTOALL, "mesh", 0, WEFT_CAP_IPC, WEFT_KERNEL_coll_alltoall_mesh, NULL,
      "every rank reads its block from every rank", 1, 1, 0},
+    {WEFT_COLL_ALLTOALL, "packet", 1, WEFT_CAP_IPC, WEFT_KERNEL_coll_alltoall_packet, NULL,
+     "one-shot: block p as LL16 packets to rank p, no barrier (small messages)", 1, 0, 0},
     {WEFT_COLL_ALLTOALL, "direct", 0, 0, WEFT_KERNEL_COUNT, run_direct_alltoall,
      "every block sent straight to its rank over a point-to-point link (ranks on several hosts)", 0, 0, 0},
     {WEFT_COLL_BARRIER, "mesh", 0, WEFT_CAP_IPC, WEFT_KERNEL_coll_barrier, NULL,

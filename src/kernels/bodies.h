@@ -16,6 +16,7 @@
 #include "coll_broadcast.h"
 #include "coll_reduce.h"
 #include "coll_alltoall.h"
+#include "coll_alltoall_packet.h"
 #include "coll_barrier.h"
 #include "coll_ring.h"
 #include "coll_p2p.h"

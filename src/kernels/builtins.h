@@ -54,6 +54,7 @@
     X(coll_reduce_mesh, weft_coll_reduce_mesh, weft_coll_args_t, 512)                                              \
     X(coll_reduce_packet, weft_coll_reduce_packet, weft_coll_args_t, 512)                                          \
     X(coll_alltoall_mesh, weft_coll_alltoall_mesh, weft_coll_args_t, 512)                                          \
+    X(coll_alltoall_packet, weft_coll_alltoall_packet, weft_coll_args_t, 512)                                      \
     X(coll_barrier, weft_coll_barrier_kernel, weft_coll_args_t, 0)                                                 \
     X(coll_allreduce_ring, weft_coll_allreduce_ring, weft_coll_args_t, 512)                                        \
     X(coll_allgather_ring, weft_coll_allgather_ring, weft_coll_args_t, 512)                                        \

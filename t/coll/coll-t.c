@@ -133,12 +133,11 @@ static void run_case(ctx_t *c, weft_dtype_t t, weft_redop_t op, uint64_t n, int 
     if (sync_ok(c, weft_reduce(in, out, n, t, op, c->nranks - 1, c->comm, c->stream), "reduce") &&
         c->rank == c->nranks - 1)
         compare(c, "reduce", t, op, out, n, exp_allreduce);
-    /* all-to-all (out of place only, as NCCL defines it) */
-    if (!inplace) {
-        fill(t, op, c->rank, c->a, N * n, 0);
-        if (sync_ok(c, weft_alltoall(c->a, c->b, n, t, c->comm, c->stream), "alltoall"))
-            compare(c, "alltoall", t, op, c->b, N * n, exp_alltoall);
-    }
+    /* all-to-all (NCCL defines it out of place; weft takes it in place too) */
+    out = inplace ? c->a : c->b;
+    fill(t, op, c->rank, c->a, N * n, 0);
+    if (sync_ok(c, weft_alltoall(c->a, out, n, t, c->comm, c->stream), "alltoall"))
+        compare(c, "alltoall", t, op, out, N * n, exp_alltoall);
 }
 
 /* rank_main's argument: NULL, the full sweep; QUICK, the largest count in
@@ -273,18 +272,18 @@ int main(void)
     setenv("WEFT_ALGO", "allreduce:packet2", 1);
     ok(run_ranks(3, 300000, rank_main, (void *)1, NULL), "3 ranks, allreduce by two-step LL packets: the same sweep");
     ok(run_ranks(8, 300000, rank_main, (void *)1, NULL), "8 ranks, allreduce by two-step LL packets: the same sweep");
-    /* the one-shot packet allgather and reduce-scatter (to the packet
-     * limit; unaligned buffers: the byte-wise tail and, for
+    /* the one-shot packet allgather, reduce-scatter and all-to-all (to
+     * the packet limit; unaligned buffers: the byte-wise tail and, for
      * reduce-scatter, the peer-by-peer accumulator), 3 ranks, 8, and 3
      * with 3 blocks */
-    setenv("WEFT_ALGO", "allgather:packet,reducescatter:packet", 1);
+    setenv("WEFT_ALGO", "allgather:packet,reducescatter:packet,alltoall:packet", 1);
     ok(run_ranks(3, 300000, rank_main, (void *)1, NULL),
-       "3 ranks, allgather and reduce-scatter by one-shot LL packets: the same sweep");
+       "3 ranks, allgather, reduce-scatter and all-to-all by one-shot LL packets: the same sweep");
     ok(run_ranks(8, 300000, rank_main, (void *)1, NULL),
-       "8 ranks, allgather and reduce-scatter by one-shot LL packets: the same sweep");
+       "8 ranks, allgather, reduce-scatter and all-to-all by one-shot LL packets: the same sweep");
     setenv("WEFT_COLL_BLOCKS", "3", 1);
     ok(run_ranks(3, 300000, rank_main, (void *)1, NULL),
-       "3 ranks with 3 blocks, allgather and reduce-scatter by one-shot LL packets: the same sweep");
+       "3 ranks with 3 blocks, allgather, reduce-scatter and all-to-all by one-shot LL packets: the same sweep");
     setenv("WEFT_COLL_BLOCKS", "1", 1);
     /* the one-shot packet broadcast and reduce (every root; the reduce's
      * unaligned buffers take the peer-by-peer accumulator) */
@@ -299,7 +298,8 @@ int main(void)
      * team per 64 bytes of the largest stream: one at the small counts) */
     setenv("WEFT_COLL_PACKET_TEAM_BYTES", "64", 1);
     setenv("WEFT_COLL_PACKET_BLOCKS", "3", 1);
-    setenv("WEFT_ALGO", "allreduce:packet,allgather:packet,reducescatter:packet,broadcast:packet,reduce:packet", 1);
+    setenv("WEFT_ALGO",
+           "allreduce:packet,allgather:packet,reducescatter:packet,broadcast:packet,reduce:packet,alltoall:packet", 1);
     ok(run_ranks(3, 300000, rank_main, (void *)1, NULL),
        "3 ranks, 3 packet teams a launch, every one-shot packet algorithm: the same sweep");
     setenv("WEFT_COLL_PACKET_BLOCKS", "5", 1);

@@ -22,11 +22,16 @@
 #define COUNT 37 /* int32 elements a rank: several packets, an odd tail */
 #define MAX_COUNT (COUNT + 6 * 45)
 
-enum { BCAST, REDUCE, ALLREDUCE, ALLGATHER, RSCATTER };
+enum { BCAST, REDUCE, ALLREDUCE, ALLGATHER, RSCATTER, ALLTOALL };
 /* runs of non-waiting bodies, and each kind after each other */
 static const int pattern[] = {BCAST, BCAST, BCAST, REDUCE, REDUCE, ALLREDUCE, BCAST, REDUCE, ALLGATHER,
-                              REDUCE, BCAST,  RSCATTER, BCAST, ALLREDUCE, REDUCE};
+                              REDUCE, BCAST,  RSCATTER, BCAST, ALLREDUCE, REDUCE, ALLTOALL, BCAST, ALLTOALL};
 #define NPATTERN (int)(sizeof(pattern) / sizeof(pattern[0]))
+
+/* every packet algorithm, with the one-shot or the two-step allreduce */
+#define OTHERS "allgather:packet,reducescatter:packet,broadcast:packet,reduce:packet,alltoall:packet"
+#define ONE_SHOT "allreduce:packet," OTHERS
+#define TWO_STEP "allreduce:packet2," OTHERS
 
 static weft_unique_id_t id;
 
@@ -64,6 +69,7 @@ static int expect(int kind, int i, int rank, int nranks, int e, int cnt, int32_t
         *want = s;
         return 1;
     case ALLGATHER: *want = value(e / cnt, i, e % cnt); return 1;
+    case ALLTOALL: *want = value(e / cnt, i, rank * cnt + e % cnt); return 1;
     default:
         for (int q = 0; q < nranks; q++)
             s += value(q, i, rank * cnt + e);
@@ -100,6 +106,7 @@ static int burst(int rank, int nranks, void *arg)
         case REDUCE: st = weft_reduce(x, y, cnt, WEFT_INT32, WEFT_SUM, root_of(i, nranks), comm, s); break;
         case ALLREDUCE: st = weft_allreduce(x, y, cnt, WEFT_INT32, WEFT_SUM, comm, s); break;
         case ALLGATHER: st = weft_allgather(x, y, cnt, WEFT_INT32, comm, s); break;
+        case ALLTOALL: st = weft_alltoall(x, y, cnt, WEFT_INT32, comm, s); break;
         default: st = weft_reduce_scatter(x, y, cnt, WEFT_INT32, WEFT_SUM, comm, s); break;
         }
         if (st != WEFT_OK)
@@ -110,7 +117,7 @@ static int burst(int rank, int nranks, void *arg)
         fails += rank_fail("synchronise: %s", weft_get_last_error());
     for (int i = 0; i < CALLS && !fails; i++) {
         int kind = pattern[i % NPATTERN], cnt = count_of(i, vary);
-        int n = kind == ALLGATHER ? nranks * cnt : cnt;
+        int n = kind == ALLGATHER || kind == ALLTOALL ? nranks * cnt : cnt;
         for (int e = 0; e < n; e++) {
             int32_t want, got = out[(size_t)i * row + e];
             if (expect(kind, i, rank, nranks, e, cnt, &want) && got != want) {
@@ -131,14 +138,14 @@ int main(void)
 {
     static int vary = 1;
     plan(9);
-    setenv("WEFT_ALGO", "allreduce:packet,allgather:packet,reducescatter:packet,broadcast:packet,reduce:packet", 1);
+    setenv("WEFT_ALGO", ONE_SHOT, 1);
     ok(run_ranks(3, 120000, burst, NULL, NULL), "3 ranks: %d packet collectives back to back, each result right",
        CALLS);
     ok(run_ranks(8, 120000, burst, NULL, NULL), "8 ranks: the same");
     setenv("WEFT_COLL_BLOCKS", "3", 1);
     ok(run_ranks(3, 120000, burst, NULL, NULL), "3 ranks with 3 blocks per launch: the same");
     unsetenv("WEFT_COLL_BLOCKS");
-    setenv("WEFT_ALGO", "allreduce:packet2,allgather:packet,reducescatter:packet,broadcast:packet,reduce:packet", 1);
+    setenv("WEFT_ALGO", TWO_STEP, 1);
     ok(run_ranks(4, 120000, burst, NULL, NULL), "4 ranks, the two-step allreduce among them: the same");
     /* packet teams: up to 3 blocks a launch, each with its share of every
      * packet stream, sizes moving from call to call, and with them the
@@ -147,7 +154,7 @@ int main(void)
     setenv("WEFT_COLL_PACKET_TEAM_BYTES", "128", 1);
     setenv("WEFT_COLL_PACKET_BLOCKS", "3", 1);
     ok(run_ranks(4, 120000, burst, &vary, NULL), "4 ranks, 3 packet teams a launch, sizes moving: the same");
-    setenv("WEFT_ALGO", "allreduce:packet,allgather:packet,reducescatter:packet,broadcast:packet,reduce:packet", 1);
+    setenv("WEFT_ALGO", ONE_SHOT, 1);
     ok(run_ranks(3, 120000, burst, &vary, NULL), "3 ranks, 3 packet teams, the one-shot allreduce: the same");
     setenv("WEFT_COLL_PACKET_BLOCKS", "5", 1);
     ok(run_ranks(8, 120000, burst, &vary, NULL), "8 ranks, 5 packet teams: the same");
@@ -157,7 +164,7 @@ int main(void)
     setenv("WEFT_COLL_PACKET_MAX_BYTES", "1228", 1);
     setenv("WEFT_COLL_PACKET_TEAM_BYTES", "32", 1);
     ok(run_ranks(8, 120000, burst, &vary, NULL), "8 ranks, 5 packet teams, regions sized for the burst: the same");
-    setenv("WEFT_ALGO", "allreduce:packet2,allgather:packet,reducescatter:packet,broadcast:packet,reduce:packet", 1);
+    setenv("WEFT_ALGO", TWO_STEP, 1);
     ok(run_ranks(3, 120000, burst, &vary, NULL), "3 ranks, the same with the two-step allreduce");
     unsetenv("WEFT_COLL_PACKET_MAX_BYTES");
     unsetenv("WEFT_COLL_PACKET_TEAM_BYTES");

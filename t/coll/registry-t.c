@@ -33,7 +33,7 @@ int main(void)
     weft_gpu_launch_t l;
     char args[8];
 
-    plan(29);
+    plan(32);
     for (int id = 0; id < WEFT_KERNEL_COUNT; id++) {
         const weft_builtin_kernel_t *k = weft_kernel_get((weft_kernel_id_t)id);
         if (!k->name || !k->host_fn || weft_kernel_find(k->name) != id) {
@@ -72,6 +72,11 @@ int main(void)
     is_string("packet", pick(cpu, WEFT_COLL_REDUCE, 2, 1, 256, 0), "cpu, 2 ranks, reduce of 256 B: packets");
     is_string("(none)", pick(cpu, WEFT_COLL_REDUCE, 2, 1, 512, 0), "cpu, 2 ranks, reduce of 512 B: the mesh");
     is_string("packet", pick(cpu, WEFT_COLL_REDUCE, 4, 1, 1024, 0), "cpu, 4 ranks, reduce of 1 KiB: packets");
+    is_string("packet", pick(cpu, WEFT_COLL_ALLTOALL, 8, 1, 128, 0), "cpu, all-to-all of 128 B a rank: packets");
+    is_string("(none)", pick(cpu, WEFT_COLL_ALLTOALL, 2, 1, 256, 0),
+              "cpu, all-to-all of 256 B a rank: no rule (the mesh)");
+    is_string("(none)", pick(gpu, WEFT_COLL_ALLTOALL, 2, 1, 64, 0),
+              "gpu, all-to-all of 64 B a rank: the mesh (packets unmeasured there)");
     /* the GPU platform */
     is_string("packet", pick(gpu, WEFT_COLL_ALLREDUCE, 4, 1, 32768, 0), "gpu, 4 ranks, 32 KiB: the one-shot");
     is_string("switch", pick(gpu, WEFT_COLL_ALLREDUCE, 4, 1, 1 << 20, 0),

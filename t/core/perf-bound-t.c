@@ -55,7 +55,7 @@ int main(void)
     char cmd[1024], js[64];
     const char *path = NULL;
     const double S = 1 << 20, M = 1 << 20;
-    plan(27);
+    plan(28);
 
     /* the formulas, per collective and path (README, Performance) */
     ok(near(perf_bytes_per_rank(PERF_ALLREDUCE, "rsag", 1, 2, M, &path), 2 * S) && strcmp(path, "zero-copy") == 0,
@@ -87,6 +87,8 @@ int main(void)
     ok(near(perf_bytes_per_rank(PERF_ALLTOALL, "mesh", 1, 8, M, NULL), 2 * S) &&
            near(perf_bytes_per_rank(PERF_ALLTOALL, "mesh", 0, 8, M, NULL), 4 * S),
        "all-to-all: 2S zero-copy, 4S staged");
+    ok(near(perf_bytes_per_rank(PERF_ALLTOALL, "packet", 0, 4, M, &path), 5 * S) && strcmp(path, "packet") == 0,
+       "all-to-all by packets: 2S + 4(n-1)S/n");
     ok(perf_bytes_per_rank(PERF_ALLREDUCE, "ring", 0, 8, M, &path) < 0 && strcmp(path, "network") == 0,
        "no memory bound for an algorithm that crosses a network");
     ok(perf_bytes_per_rank(PERF_BARRIER, "mesh", 0, 8, 0, &path) < 0 && strcmp(path, "none") == 0,
