@@ -225,6 +225,39 @@ static long wrong_everywhere(bench_t *b, uint64_t count, int inplace, perf_ref_t
     return sum;
 }
 
+/*
+ * Before the first row: the first row's calls, back to back, until
+ * PERF_SETTLE_MS have passed on rank 0 (in batches, rank 0 deciding after
+ * each whether another follows, so every rank makes the same calls). A
+ * job's first milliseconds are not its steady state: on a few cores the
+ * threads of the ranks start where their parents ran, and until the
+ * scheduler spreads them a small call costs 10-50 times its steady time
+ * (README, Performance). Returns the calls made, or -1 if one failed.
+ */
+#define PERF_SETTLE_MS 50
+#define PERF_SETTLE_BATCH 64
+static long settle(bench_t *b, uint64_t count)
+{
+    weft_status_t st = WEFT_OK;
+    double t0 = perf_now_us();
+    long calls = 0;
+    for (int more = 1; more && st == WEFT_OK;) {
+        for (int i = 0; i < PERF_SETTLE_BATCH && st == WEFT_OK; i++, calls++)
+            st = call(b, count, 0);
+        if (st == WEFT_OK)
+            st = weft_stream_synchronize(b->stream);
+        more = perf_now_us() - t0 < PERF_SETTLE_MS * 1000.0;
+        if (st == WEFT_OK)
+            st = weft_bootstrap_broadcast(b->comm, &more, sizeof(more), 0);
+    }
+    if (st != WEFT_OK) {
+        fprintf(stderr, "rank %d: %s failed while settling: %s: %s\n", b->rank, b->o->name, weft_status_string(st),
+                weft_get_last_error());
+        return -1;
+    }
+    return calls;
+}
+
 /* Time per call over o->iters back-to-back calls: the median over rounds
  * of the slowest rank's mean (perf.h, PERF_ROUNDS). */
 static int timed(bench_t *b, uint64_t count, int inplace, double *us)
@@ -234,6 +267,11 @@ static int timed(bench_t *b, uint64_t count, int inplace, double *us)
     weft_status_t st = WEFT_OK;
     if (!all)
         return 1;
+    /* The barrier first, then the warm-up: a thread woken from the
+     * barrier's socket may land on a core another rank's thread runs on,
+     * and the warm-up gives the scheduler time to part them before the
+     * timed calls (settle). */
+    st = weft_bootstrap_barrier(b->comm);
     for (int i = 0; i < b->o->warmup && st == WEFT_OK; i++) {
         st = call(b, count, inplace);
         if (st == WEFT_OK && b->o->blocking)
@@ -241,13 +279,12 @@ static int timed(bench_t *b, uint64_t count, int inplace, double *us)
     }
     if (st == WEFT_OK)
         st = weft_stream_synchronize(b->stream);
-    if (st == WEFT_OK)
-        st = weft_bootstrap_barrier(b->comm);
     /* The bootstrap barrier (TCP) lets ranks go tens of microseconds apart,
      * which a mean over -n calls would count as the collective's time (MPI's
      * runs start from MPI_Barrier, a shared-memory barrier). One more call,
      * waited for, lines the ranks up as closely as the collective itself
-     * does; the timed calls start from there. */
+     * does (with -w 0 there was no warm-up to do it); the timed calls start
+     * from there. */
     if (st == WEFT_OK)
         st = call(b, count, inplace);
     if (st == WEFT_OK)
@@ -457,6 +494,15 @@ int coll_bench(weft_comm_t *comm, const perf_opts_t *o)
                "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", ref ? "       (us)   (GB/s)   (time)" : "",
                bound_head[2]);
         fflush(stdout);
+    }
+    if (o->warmup > 0) {
+        long settled = settle(&b, count_of(&b, o->min_bytes));
+        if (settled < 0) {
+            rc = 4;
+            goto out;
+        }
+        if (b.rank == 0)
+            printf("# settle              : %ld calls of the first row (%d ms) before it\n", settled, PERF_SETTLE_MS);
     }
     for (size_t bytes = o->min_bytes;;) {
         uint64_t count = count_of(&b, bytes);
