@@ -601,7 +601,8 @@ WEFT_API weft_status_t weft_broadcast(const void *sendbuf, void *recvbuf, size_t
 /** recvbuf is used on the root only (may be NULL elsewhere). */
 WEFT_API weft_status_t weft_reduce(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
                                    weft_redop_t op, int root, weft_comm_t *comm, weft_stream_t *stream);
-/** count elements go from every rank to every rank (blocks of count). */
+/** count elements go from every rank to every rank (blocks of count). In
+ *  place (sendbuf == recvbuf) works; buffers that partly overlap do not. */
 WEFT_API weft_status_t weft_alltoall(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
                                      weft_comm_t *comm, weft_stream_t *stream);
 /**
@@ -838,7 +839,8 @@ typedef struct {
     const char *collective;
     const char *layout;     /**< "one host", "hosts" (ranks on several) or "any" */
     int min_ranks, max_ranks; /**< 0: no bound */
-    uint64_t max_bytes;     /**< the call's total bytes, inclusive; UINT64_MAX: any */
+    uint64_t max_bytes;     /**< count x type size, inclusive (allgather, reduce-scatter, all-to-all:
+                                 one rank's block); UINT64_MAX: any */
     const char *algorithm;
 } weft_selection_rule_t;
 

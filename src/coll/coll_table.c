@@ -53,7 +53,7 @@ typedef struct {
     weft_coll_t coll;
     int layout;               /* ANY_HOSTS, ONE_HOST or HOSTS (ranks on several) */
     int min_ranks, max_ranks; /* 0: no bound */
-    uint64_t max_bytes;       /* the call's total bytes, inclusive */
+    uint64_t max_bytes;       /* count x type size, inclusive: allgather, reduce-scatter, all-to-all one rank's block */
     const char *algo;
 } coll_rule_t;
 
