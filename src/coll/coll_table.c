@@ -120,11 +120,18 @@ static const coll_rule_t rules[] = {
      * 16 KiB a rank (13.5-18.5 against 28.8-33.6; from 32 KiB the default
      * mesh path ties them); broadcast to 16 KiB (13.9-14.6 against
      * 20.8-21.2; beyond, the H100 favoured packets and an H200 run the
-     * mesh: 64 KiB 26.0 against 20.8). 3 to 7 ranks, unmeasured: as 8. */
-    {GPU, WEFT_COLL_ALLGATHER, ONE_HOST, 0, 2, 65536, "packet"},
-    {GPU, WEFT_COLL_ALLGATHER, ONE_HOST, 3, 0, 16384, "packet"},
-    {GPU, WEFT_COLL_REDUCE_SCATTER, ONE_HOST, 0, 2, 65536, "packet"},
-    {GPU, WEFT_COLL_REDUCE_SCATTER, ONE_HOST, 3, 0, 16384, "packet"},
+     * mesh: 64 KiB 26.0 against 20.8). 3 to 7 ranks, unmeasured: as 8.
+     * A later H100 run (gpu-check bench, the tree of the all-to-all
+     * packets, 8 ranks) had allgather and reduce-scatter packets ahead at
+     * 64 KiB a rank too: 22.1 against the mesh's 37.1 us and 29.7
+     * against 47.5 (16 KiB a rank: 16.8 against 31.6, 20.9 against 39.8),
+     * so all rank counts now take them to the packet limit.
+     * All-to-all, same run, to the packet limit (64 KiB a rank): 2 ranks
+     * 5.2-7.9 us against the mesh's 12.4-16.8, 8 ranks 13.9-23.5 against
+     * 32.5-47.2. */
+    {GPU, WEFT_COLL_ALLGATHER, ONE_HOST, 0, 0, 65536, "packet"},
+    {GPU, WEFT_COLL_REDUCE_SCATTER, ONE_HOST, 0, 0, 65536, "packet"},
+    {GPU, WEFT_COLL_ALLTOALL, ONE_HOST, 0, 0, 65536, "packet"},
     {GPU, WEFT_COLL_BROADCAST, ONE_HOST, 0, 2, 65536, "packet"},
     {GPU, WEFT_COLL_BROADCAST, ONE_HOST, 3, 0, 16384, "packet"},
     {GPU, WEFT_COLL_REDUCE, ONE_HOST, 0, 0, 65536, "packet"},

@@ -33,7 +33,7 @@ int main(void)
     weft_gpu_launch_t l;
     char args[8];
 
-    plan(32);
+    plan(36);
     for (int id = 0; id < WEFT_KERNEL_COUNT; id++) {
         const weft_builtin_kernel_t *k = weft_kernel_get((weft_kernel_id_t)id);
         if (!k->name || !k->host_fn || weft_kernel_find(k->name) != id) {
@@ -75,8 +75,10 @@ int main(void)
     is_string("packet", pick(cpu, WEFT_COLL_ALLTOALL, 8, 1, 128, 0), "cpu, all-to-all of 128 B a rank: packets");
     is_string("(none)", pick(cpu, WEFT_COLL_ALLTOALL, 2, 1, 256, 0),
               "cpu, all-to-all of 256 B a rank: no rule (the mesh)");
-    is_string("(none)", pick(gpu, WEFT_COLL_ALLTOALL, 2, 1, 64, 0),
-              "gpu, all-to-all of 64 B a rank: the mesh (packets unmeasured there)");
+    is_string("packet", pick(gpu, WEFT_COLL_ALLTOALL, 2, 1, 64, 0), "gpu, all-to-all of 64 B a rank: packets");
+    is_string("packet", pick(gpu, WEFT_COLL_ALLTOALL, 8, 1, 65536, 0), "gpu, 8 ranks, all-to-all of 64 KiB a rank: packets");
+    is_string("(none)", pick(gpu, WEFT_COLL_ALLTOALL, 8, 1, 131072, 0),
+              "gpu, all-to-all of 128 KiB a rank: no rule (the mesh)");
     /* the GPU platform */
     is_string("packet", pick(gpu, WEFT_COLL_ALLREDUCE, 4, 1, 32768, 0), "gpu, 4 ranks, 32 KiB: the one-shot");
     is_string("switch", pick(gpu, WEFT_COLL_ALLREDUCE, 4, 1, 1 << 20, 0),
@@ -87,7 +89,11 @@ int main(void)
     is_string("packet", pick(gpu, WEFT_COLL_REDUCE, 2, 1, 65536, 0), "gpu, 2 ranks, reduce of 64 KiB: packets");
     is_string("packet", pick(gpu, WEFT_COLL_ALLREDUCE, 8, 1, 65536, 0), "gpu, 8 ranks, allreduce of 64 KiB: the one-shot");
     is_string("packet", pick(gpu, WEFT_COLL_ALLGATHER, 2, 1, 65536, 0), "gpu, 2 ranks, allgather of 64 KiB a rank: packets");
-    is_string("(none)", pick(gpu, WEFT_COLL_ALLGATHER, 8, 1, 32768, 0), "gpu, 8 ranks, allgather of 32 KiB a rank: the mesh");
+    is_string("packet", pick(gpu, WEFT_COLL_ALLGATHER, 8, 1, 65536, 0), "gpu, 8 ranks, allgather of 64 KiB a rank: packets");
+    is_string("(none)", pick(gpu, WEFT_COLL_ALLGATHER, 8, 1, 131072, 0),
+              "gpu, 8 ranks, allgather of 128 KiB a rank: the mesh");
+    is_string("packet", pick(gpu, WEFT_COLL_REDUCE_SCATTER, 4, 1, 65536, 0),
+              "gpu, 4 ranks, reduce-scatter of 64 KiB a rank: packets");
     /* any platform */
     is_string("tree", pick(gpu, WEFT_COLL_BROADCAST, 4, 0, 4096, 0), "several hosts: a small broadcast down the tree");
     return 0;
