@@ -291,7 +291,12 @@ WEFT_API weft_status_t weft_comm_destroy(weft_comm_t *comm);
 /**
  * Aborts the communicator: every call blocked on it returns
  * WEFT_ERR_ABORTED within a bounded time, and later calls fail with it.
- * Callable from any thread. Still call weft_comm_destroy afterwards.
+ * Its peers learn of it too: the rank hangs up its bootstrap links, so a
+ * peer that holds one fails its waits on this communicator with
+ * WEFT_ERR_REMOTE naming this rank after WEFT_PEER_LOSS_GRACE_MS, even
+ * while this process lives on (a peer without a link learns when one that
+ * has it destroys or aborts its own). Callable from any thread. Still call
+ * weft_comm_destroy afterwards.
  */
 WEFT_API weft_status_t weft_comm_abort(weft_comm_t *comm);
 

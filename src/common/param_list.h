@@ -44,7 +44,7 @@ WEFT_PARAM(TRUST_LOCAL, "WEFT_TRUST_LOCAL", INT, "0",
            "1: derive the secret from the user id when WEFT_ROOT is a loopback address (single trusted host only)")
 WEFT_PARAM(PEER_LOSS_GRACE_MS, "WEFT_PEER_LOSS_GRACE_MS", INT, "1000",
            "a peer's bootstrap link that hangs up fails this rank's device waits with an error naming the peer "
-           "after this long (a peer that destroyed its communicator is gone too), ms")
+           "after this long (a peer that destroyed or aborted its communicator is gone too), ms")
 WEFT_PARAM(HOSTID, "WEFT_HOSTID", STR, "",
            "override the host identity (ranks with equal ids share memory)")
 WEFT_PARAM(IPC_DIR, "WEFT_IPC_DIR", STR, "",

@@ -453,6 +453,10 @@ static void raise_abort(weft_comm_t *comm)
     /* Wakes any poll of the bootstrap at once. */
     if (write(comm->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
         weft_warn(WEFT_SUB_INIT, "abort: cannot signal the wake fd: %s", strerror(errno));
+    /* Peers waiting for this rank learn it is gone within their grace
+     * period (watch.h), not at their device timeout. After the flags
+     * above: this rank's own watch then sees the hang-up as its own. */
+    weft_watch_hangup(comm->watch);
 }
 
 weft_status_t weft_comm_destroy(weft_comm_t *comm)

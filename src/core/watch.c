@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 struct weft_watch {
@@ -22,6 +23,7 @@ struct weft_watch {
     int n;
     struct pollfd *pfd;   /* [0] stop_fd, then one per link */
     int *rank;            /* peer of pfd[i + 1] */
+    int *link_fd;         /* pfd[i + 1]'s descriptor, never changed (weft_watch_hangup) */
     uint64_t *gone_ns;    /* when its link hung up, 0 while up */
     uint64_t grace_ns;
 };
@@ -78,9 +80,10 @@ weft_status_t weft_watch_start(weft_comm_t *comm, weft_watch_t **out)
     w->grace_ns = (uint64_t)weft_param_int(WEFT_P_PEER_LOSS_GRACE_MS) * 1000000ull;
     fds = calloc((size_t)max, sizeof(*fds));
     w->rank = calloc((size_t)max, sizeof(*w->rank));
+    w->link_fd = calloc((size_t)max, sizeof(*w->link_fd));
     w->gone_ns = calloc((size_t)max, sizeof(*w->gone_ns));
     w->pfd = calloc((size_t)max + 1, sizeof(*w->pfd));
-    if (!fds || !w->rank || !w->gone_ns || !w->pfd)
+    if (!fds || !w->rank || !w->link_fd || !w->gone_ns || !w->pfd)
         goto nomem;
     w->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (w->stop_fd < 0) {
@@ -91,8 +94,10 @@ weft_status_t weft_watch_start(weft_comm_t *comm, weft_watch_t **out)
     }
     w->n = weft_bootstrap_link_fds(comm->boot, fds, w->rank, max);
     w->pfd[0] = (struct pollfd){.fd = w->stop_fd, .events = POLLIN};
-    for (int i = 0; i < w->n; i++)
+    for (int i = 0; i < w->n; i++) {
         w->pfd[i + 1] = (struct pollfd){.fd = fds[i], .events = POLLRDHUP};
+        w->link_fd[i] = fds[i];
+    }
     free(fds);
     if ((err = pthread_create(&w->thread, NULL, watch_main, w)) != 0) {
         weft_error(WEFT_SUB_INIT, "rank %d: cannot start the peer watch: %s", comm->rank, strerror(err));
@@ -126,6 +131,22 @@ void weft_watch_stop(weft_watch_t *w)
         close(w->stop_fd);
     free(w->pfd);
     free(w->rank);
+    free(w->link_fd);
     free(w->gone_ns);
     free(w);
+}
+
+void weft_watch_hangup(weft_watch_t *w)
+{
+    if (!w)
+        return;
+    /* shutdown, not close: the descriptors are duplicates of the
+     * bootstrap's, and a socket hangs up only when every descriptor of it
+     * is closed or it is shut down. link_fd is written once, before the
+     * watch thread starts, and the descriptors stay open until
+     * weft_watch_stop: safe from any thread. */
+    for (int i = 0; i < w->n; i++)
+        if (shutdown(w->link_fd[i], SHUT_RDWR) != 0 && errno != ENOTCONN)
+            weft_debug(WEFT_SUB_INIT, "rank %d: hang-up of the link to rank %d: %s", w->comm->rank, w->rank[i],
+                       strerror(errno));
 }

@@ -10,7 +10,11 @@
  *
  * Only peers with a bootstrap link are watched: every peer up to 3 ranks,
  * the ranks at distances 1, 2, 4, ... (the init barrier's links) beyond.
- * A rank that fails closes its links, so loss spreads to the others.
+ * A rank that fails closes its links, so loss spreads to the others; a
+ * rank whose communicator is aborted (weft_comm_abort, or a destroy that
+ * gives up on its streams) hangs its links up at once (weft_watch_hangup),
+ * so its peers' waits give up after the grace period, naming it, while
+ * its process lives on, instead of at their device timeout.
  */
 #ifndef WEFT_WATCH_H
 #define WEFT_WATCH_H
@@ -22,5 +26,9 @@ typedef struct weft_watch weft_watch_t;
 weft_status_t weft_watch_start(weft_comm_t *comm, weft_watch_t **out);
 /* Stops and frees; NULL is fine. */
 void weft_watch_stop(weft_watch_t *w);
+/* Shuts down every bootstrap link the watch holds, so the peers at their
+ * other ends see this rank gone (and this rank's own bootstrap calls fail
+ * from then on). Any thread; NULL is fine. */
+void weft_watch_hangup(weft_watch_t *w);
 
 #endif

@@ -1,0 +1,117 @@
+/* A rank that aborts its communicator (weft_comm_abort) and lives on must
+ * not leave its peers waiting for their device timeout: its bootstrap
+ * links hang up at once, so a peer inside a collective with it fails
+ * within the peer-loss grace period (WEFT_PEER_LOSS_GRACE_MS), naming it,
+ * with WEFT_ERR_REMOTE. The device timeout here is 30 s and the grace
+ * 300 ms, so only the hang-up can end the wait in time. 2 ranks, and 4
+ * with the last one aborting (rank 1, which holds no link to it, learns
+ * of it when a neighbour of the quitter destroys its communicator). */
+#include "tap/basic.h"
+#include "tap/job.h"
+#include "tap/ranks.h"
+#include "weft.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define COUNT 1024
+#define DEVICE_TIMEOUT_MS 30000
+/* a neighbour of the quitter (it holds a link to it): the grace and slack */
+#define NEIGHBOUR_BOUND_MS 3000
+/* another rank: a neighbour's bound and its pause before it destroys */
+#define OTHER_BOUND_MS (NEIGHBOUR_BOUND_MS + PAUSE_MS + 1500)
+#define PAUSE_MS 1000
+/* how long the quitter lives on after its abort: past every bound, so
+ * that only the hang-up (not its exit or destroy) can end the others' waits */
+#define QUITTER_ALIVE_S 8
+
+static weft_unique_id_t id;
+
+static int allreduce(weft_comm_t *comm, weft_stream_t *s, float *buf)
+{
+    weft_status_t st = weft_allreduce(buf, buf, COUNT, WEFT_FLOAT32, WEFT_SUM, comm, s);
+    if (st == WEFT_OK)
+        st = weft_stream_synchronize(s);
+    return st;
+}
+
+static int rank_main(int rank, int nranks, void *arg)
+{
+    weft_comm_config_t cfg = WEFT_COMM_CONFIG_INIT;
+    weft_comm_t *comm;
+    weft_stream_t *s;
+    float *buf;
+    int fails = 0, quitter = nranks - 1;
+    weft_status_t st;
+    (void)arg;
+
+    setenv("WEFT_PEER_LOSS_GRACE_MS", "300", 1);
+    cfg.device_timeout_ms = DEVICE_TIMEOUT_MS;
+    if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, &cfg, &comm) != WEFT_OK ||
+        weft_stream_create(comm, &s) != WEFT_OK || weft_mem_alloc(comm, COUNT * sizeof(float), (void **)&buf) != WEFT_OK)
+        return rank_fail("init: %s", weft_get_last_error());
+    /* one call together first: every connection is up before the abort */
+    rank_step("the first allreduce, every rank");
+    if (allreduce(comm, s, buf) != WEFT_OK)
+        return rank_fail("the first allreduce: %s", weft_get_last_error());
+    if (rank == quitter) {
+        /* the others are in their second call by now */
+        usleep(300000);
+        rank_step("aborting, then staying alive");
+        if ((st = weft_comm_abort(comm)) != WEFT_OK)
+            fails += rank_fail("weft_comm_abort: %s", weft_status_string(st));
+        /* alive past the others' bound: they must not need this process to end */
+        sleep(QUITTER_ALIVE_S);
+        st = allreduce(comm, s, buf);
+        if (st != WEFT_ERR_ABORTED)
+            fails += rank_fail("an allreduce after the abort: %s, expected WEFT_ERR_ABORTED", weft_status_string(st));
+    } else {
+        long t0 = now_ms(), took;
+        const char *e;
+        char name[32];
+        /* the quitter's neighbours hold bootstrap links to it and name
+         * it; a rank without one (rank 1 of 4) learns when a neighbour
+         * that failed destroys its communicator, and names that one */
+        int neighbour = rank == (quitter + 1) % nranks || rank == quitter - 1;
+        long bound = neighbour ? NEIGHBOUR_BOUND_MS : OTHER_BOUND_MS;
+        rank_step("the second allreduce, rank %d will abort", quitter);
+        st = allreduce(comm, s, buf);
+        took = now_ms() - t0;
+        e = weft_get_last_error();
+        snprintf(name, sizeof(name), "rank %d", quitter);
+        if (st == WEFT_OK)
+            fails += rank_fail("the allreduce with an aborted rank succeeded");
+        else if (st != WEFT_ERR_REMOTE)
+            fails += rank_fail("the allreduce failed with %s (%s), expected WEFT_ERR_REMOTE", weft_status_string(st),
+                               e ? e : "(none)");
+        if (took > bound)
+            fails += rank_fail("the allreduce failed after %ld ms, expected within %ld (device timeout %d)", took,
+                               bound, DEVICE_TIMEOUT_MS);
+        if (neighbour ? !e || !strstr(e, name) : !e || !strstr(e, "rank "))
+            fails += rank_fail("the error does not name %s: %s", neighbour ? name : "a rank", e ? e : "(none)");
+        /* not at once: a rank that destroys its communicator hangs up
+         * too, and its own neighbours must have seen the quitter's
+         * hang-up first */
+        usleep(PAUSE_MS * 1000);
+    }
+    weft_comm_destroy(comm);
+    return fails ? 1 : 0;
+}
+
+static void run(int nranks)
+{
+    ranks_result_t r;
+    ok(run_ranks(nranks, 60000, rank_main, NULL, &r),
+       "%d ranks: the ranks waiting for an aborted rank that lives on fail within %d ms (%d without a link to it)",
+       nranks, NEIGHBOUR_BOUND_MS, OTHER_BOUND_MS);
+}
+
+int main(void)
+{
+    plan(2);
+    run(2);
+    run(4);
+    return 0;
+}
