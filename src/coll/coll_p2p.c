@@ -730,7 +730,7 @@ typedef struct {
  * by another thread (a share's, in groups that span communicators) join
  * that thread's list; a thread's list is freed when it exits.
  */
-static WEFT_TLS_HOT struct { /* 48 bytes; weft_group_depth is asked at every collective */
+static __thread struct {
     int depth;
     group_entry_t *e;
     size_t n, cap;
@@ -764,7 +764,7 @@ typedef union arg_block {
  * destructor frees it when the thread exits. */
 static pthread_key_t arg_key;
 static pthread_once_t arg_key_once = PTHREAD_ONCE_INIT;
-static WEFT_TLS_HOT size_t arg_nfree;
+static __thread size_t arg_nfree;
 
 static void arg_list_free(void *head)
 {

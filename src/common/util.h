@@ -10,13 +10,6 @@
 #define WEFT_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define WEFT_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define WEFT_HIDDEN __attribute__((visibility("hidden")))
-/* Thread-local data on a hot path: initial-exec, so an access is one load
- * off the thread pointer, where a shared library's default model calls
- * __tls_get_addr at each (8% of a 2-rank 8-byte allreduce on the host
- * backend, in perf, for the wait loop's two words alone). It comes out of
- * the static TLS that glibc keeps for libraries loaded after start-up, so
- * only small data: never a buffer. */
-#define WEFT_TLS_HOT __thread __attribute__((tls_model("initial-exec")))
 
 /* Monotonic clock in nanoseconds. */
 uint64_t weft_now_ns(void);

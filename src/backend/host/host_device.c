@@ -3,7 +3,6 @@
 #include "config.h"
 #include "host.h"
 #include "backend.h"
-#include "util.h"
 #include "weft/device.h"
 
 #include <sched.h>
@@ -57,8 +56,8 @@ static inline void cpu_relax(void)
 
 /* This thread's current wait: until when it spins in place (0: done
  * spinning), and the spin count at which it stopped. */
-static WEFT_TLS_HOT uint64_t spin_until;
-static WEFT_TLS_HOT unsigned spin_spent;
+static __thread uint64_t spin_until;
+static __thread unsigned spin_spent;
 
 int weft_host_poll_step(unsigned spins, unsigned yields)
 {
@@ -94,7 +93,7 @@ void weft_host_yield(unsigned spins)
      * for a whole time slice. After a burst of yields, sleep, longer the
      * longer we wait (2 us .. 64 us), so the thread we wait for gets the
      * core. */
-    static WEFT_TLS_HOT int slack_set;
+    static __thread int slack_set;
     if (weft_host_poll_step(spins, 256))
         return;
     spins -= spin_spent; /* the schedule below counts from the end of spinning */
