@@ -301,6 +301,16 @@ WEFT_API weft_status_t weft_comm_destroy(weft_comm_t *comm);
 WEFT_API weft_status_t weft_comm_abort(weft_comm_t *comm);
 
 /**
+ * As weft_comm_abort for this rank (every call blocked on the
+ * communicator returns WEFT_ERR_ABORTED within a bounded time, later
+ * calls fail with it), but the bootstrap links stay up and the peers are
+ * not told: for a rank that stops its own work while the others go on
+ * (ncclCommRevoke). Callable from any thread. Still call
+ * weft_comm_destroy afterwards.
+ */
+WEFT_API weft_status_t weft_comm_cancel(weft_comm_t *comm);
+
+/**
  * The first asynchronous error of the communicator (a dead peer, a
  * timeout, an abort), or WEFT_OK. Callable from any thread.
  */

@@ -53,6 +53,18 @@ int weft_handle_live(weft_handle_set_t *s, void *h)
     return found;
 }
 
+int weft_handle_with_live(weft_handle_set_t *s, void *h, void (*fn)(void *h, void *arg), void *arg)
+{
+    int found = 0;
+    pthread_mutex_lock(&s->lock);
+    for (size_t i = 0; i < s->n && !found; i++)
+        found = s->live[i] == h;
+    if (found)
+        fn(h, arg);
+    pthread_mutex_unlock(&s->lock);
+    return found;
+}
+
 void weft_handle_bury(weft_handle_set_t *s, void *h)
 {
     void *old;

@@ -29,6 +29,10 @@ int weft_handle_add(weft_handle_set_t *s, void *h);
 int weft_handle_take(weft_handle_set_t *s, void *h);
 /* 1 if @p h is live. */
 int weft_handle_live(weft_handle_set_t *s, void *h);
+/* Runs @p fn on @p h while it is live, under the set's lock, so that no
+ * take (a destroy) frees it meanwhile; 1 if it ran, 0 if @p h is not
+ * live. @p fn must not touch the set. */
+int weft_handle_with_live(weft_handle_set_t *s, void *h, void (*fn)(void *h, void *arg), void *arg);
 /* Frees @p h (a taken handle) later: frees the oldest buried one. */
 void weft_handle_bury(weft_handle_set_t *s, void *h);
 

@@ -441,8 +441,9 @@ static int streams_drain(weft_comm_t *comm, int ms)
     }
 }
 
-/* Raises the host and device abort flags and wakes bootstrap polls. */
-static void raise_abort(weft_comm_t *comm)
+/* Raises the host and device abort flags and wakes bootstrap polls;
+ * with @p hangup, also hangs up the bootstrap links (the peers learn). */
+static void raise_abort(weft_comm_t *comm, int hangup)
 {
     uint64_t one = 1;
     __atomic_store_n(&comm->aborted, 1, __ATOMIC_RELEASE);
@@ -456,7 +457,16 @@ static void raise_abort(weft_comm_t *comm)
     /* Peers waiting for this rank learn it is gone within their grace
      * period (watch.h), not at their device timeout. After the flags
      * above: this rank's own watch then sees the hang-up as its own. */
-    weft_watch_hangup(comm->watch);
+    if (hangup)
+        weft_watch_hangup(comm->watch);
+}
+
+/* weft_handle_with_live's callback: the abort of a communicator that a
+ * destroy on another thread cannot free meanwhile (it takes the handle
+ * first, under the same lock). */
+static void abort_live(void *h, void *hangup)
+{
+    raise_abort(h, hangup != NULL);
 }
 
 weft_status_t weft_comm_destroy(weft_comm_t *comm)
@@ -479,7 +489,7 @@ weft_status_t weft_comm_destroy(weft_comm_t *comm)
     if ((busy = streams_drain(comm, comm->op_timeout_ms)) > 0) {
         weft_error(WEFT_SUB_INIT, "rank %d: weft_comm_destroy: work on %d stream%s still running after %d ms; "
                    "aborting it", comm->rank, busy, busy > 1 ? "s" : "", comm->op_timeout_ms);
-        raise_abort(comm);
+        raise_abort(comm, 1);
         if ((busy = streams_drain(comm, comm->op_timeout_ms)) > 0) {
             weft_error(WEFT_SUB_INIT, "rank %d: weft_comm_destroy: work on %d stream%s still running %d ms after "
                        "the abort; the communicator's memory is left allocated, not freed under it",
@@ -497,8 +507,14 @@ weft_status_t weft_comm_destroy(weft_comm_t *comm)
 
 weft_status_t weft_comm_abort(weft_comm_t *comm)
 {
-    if (!comm || !weft_handle_live(&live_comms, comm))
+    if (!comm || !weft_handle_with_live(&live_comms, comm, abort_live, comm))
         return WEFT_ERR_INVALID_ARGUMENT;
-    raise_abort(comm);
+    return WEFT_OK;
+}
+
+weft_status_t weft_comm_cancel(weft_comm_t *comm)
+{
+    if (!comm || !weft_handle_with_live(&live_comms, comm, abort_live, NULL))
+        return WEFT_ERR_INVALID_ARGUMENT;
     return WEFT_OK;
 }

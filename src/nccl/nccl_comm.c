@@ -661,7 +661,7 @@ ncclResult_t nccl_enter(ncclComm_t comm, const char *what)
     else if (init != ncclSuccess)
         why = "failed to initialise";
     else if (comm->revoked)
-        why = "was revoked (only destroy, abort, split and shrink remain)";
+        why = "was revoked (only destroy, abort and shrink remain)";
     else if (comm->suspended)
         why = "is suspended (ncclCommResume first)";
     else
@@ -797,8 +797,9 @@ NCCL_API ncclResult_t ncclCommRevoke(ncclComm_t comm, int flags)
     comm->revoked = 1;
     busy = comm->busy;
     pthread_mutex_unlock(&comm->busy_lock);
+    /* its own work only: the links stay up, the peers are not told */
     if (busy > 0)
-        weft_comm_abort(comm->w);
+        weft_comm_cancel(comm->w);
     nccl_streams_sync(comm); /* revoked work's errors are expected */
     return ncclSuccess;
 }

@@ -5,7 +5,9 @@
  * with WEFT_ERR_REMOTE. The device timeout here is 30 s and the grace
  * 300 ms, so only the hang-up can end the wait in time. 2 ranks, and 4
  * with the last one aborting (rank 1, which holds no link to it, learns
- * of it when a neighbour of the quitter destroys its communicator). */
+ * of it when a neighbour of the quitter destroys its communicator).
+ * weft_comm_cancel (ncclCommRevoke's) stops only the rank's own work: a
+ * peer learns nothing until the quitter destroys, 2 s later. */
 #include "tap/basic.h"
 #include "tap/job.h"
 #include "tap/ranks.h"
@@ -37,16 +39,17 @@ static int allreduce(weft_comm_t *comm, weft_stream_t *s, float *buf)
     return st;
 }
 
+#define CANCEL_ALIVE_S 2
+
 static int rank_main(int rank, int nranks, void *arg)
 {
+    int cancel = arg != NULL;
     weft_comm_config_t cfg = WEFT_COMM_CONFIG_INIT;
     weft_comm_t *comm;
     weft_stream_t *s;
     float *buf;
     int fails = 0, quitter = nranks - 1;
     weft_status_t st;
-    (void)arg;
-
     setenv("WEFT_PEER_LOSS_GRACE_MS", "300", 1);
     cfg.device_timeout_ms = DEVICE_TIMEOUT_MS;
     if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, &cfg, &comm) != WEFT_OK ||
@@ -60,10 +63,10 @@ static int rank_main(int rank, int nranks, void *arg)
         /* the others are in their second call by now */
         usleep(300000);
         rank_step("aborting, then staying alive");
-        if ((st = weft_comm_abort(comm)) != WEFT_OK)
-            fails += rank_fail("weft_comm_abort: %s", weft_status_string(st));
+        if ((st = cancel ? weft_comm_cancel(comm) : weft_comm_abort(comm)) != WEFT_OK)
+            fails += rank_fail("%s: %s", cancel ? "weft_comm_cancel" : "weft_comm_abort", weft_status_string(st));
         /* alive past the others' bound: they must not need this process to end */
-        sleep(QUITTER_ALIVE_S);
+        sleep(cancel ? CANCEL_ALIVE_S : QUITTER_ALIVE_S);
         st = allreduce(comm, s, buf);
         if (st != WEFT_ERR_ABORTED)
             fails += rank_fail("an allreduce after the abort: %s, expected WEFT_ERR_ABORTED", weft_status_string(st));
@@ -86,6 +89,9 @@ static int rank_main(int rank, int nranks, void *arg)
         else if (st != WEFT_ERR_REMOTE)
             fails += rank_fail("the allreduce failed with %s (%s), expected WEFT_ERR_REMOTE", weft_status_string(st),
                                e ? e : "(none)");
+        if (cancel && took < CANCEL_ALIVE_S * 1000 - 500)
+            fails += rank_fail("the allreduce failed after %ld ms, before the cancelling rank destroyed (%d s): "
+                               "the cancel told its peers", took, CANCEL_ALIVE_S);
         if (took > bound)
             fails += rank_fail("the allreduce failed after %ld ms, expected within %ld (device timeout %d)", took,
                                bound, DEVICE_TIMEOUT_MS);
@@ -110,8 +116,12 @@ static void run(int nranks)
 
 int main(void)
 {
-    plan(2);
+    ranks_result_t r;
+    plan(3);
     run(2);
     run(4);
+    ok(run_ranks(2, 60000, rank_main, "cancel", &r),
+       "2 ranks, weft_comm_cancel: the peer is not told (it fails when the canceller destroys, %d s later)",
+       CANCEL_ALIVE_S);
     return 0;
 }
