@@ -336,10 +336,12 @@ static uint32_t exec_wide(weft_comm_t *comm, const struct weft_plan *plan, uint3
     if (!ntb || forced <= 1)
         return 1;
     if ((comm->caps & WEFT_CAP_GPU) && weft_plan_port_used(plan)) {
-        /* On one H100 the one-host rppkt unit plan with 3 blocks a thread
-         * block hit an illegal address on the device, where the host
-         * backend runs it right: not understood yet (the pws and pwsf
-         * plans' SIGSEGV there was the test's own read of device memory) */
+        /* On one H100 the one-host rppkt unit plan fails on the device,
+         * with one block a thread block as with three, where the host
+         * backend runs it right: not understood yet (README, "Wide
+         * blocks"); until the port plans pass on a GPU, none runs wide
+         * (the pws and pwsf plans' SIGSEGV there was the test's own read
+         * of device memory) */
         weft_warn(WEFT_SUB_COLL, "plan %s: WEFT_EXEC_WIDE=%d ignored: wide blocks over port channels on a GPU are "
                   "not supported yet", plan->name, forced);
         return 1;

@@ -43,23 +43,29 @@ int weft_handle_take(weft_handle_set_t *s, void *h)
     return found;
 }
 
+/* 1 if @p h is live; the caller holds the lock. */
+static int live_locked(const weft_handle_set_t *s, const void *h)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->live[i] == h)
+            return 1;
+    return 0;
+}
+
 int weft_handle_live(weft_handle_set_t *s, void *h)
 {
-    int found = 0;
+    int found;
     pthread_mutex_lock(&s->lock);
-    for (size_t i = 0; i < s->n && !found; i++)
-        found = s->live[i] == h;
+    found = live_locked(s, h);
     pthread_mutex_unlock(&s->lock);
     return found;
 }
 
 int weft_handle_with_live(weft_handle_set_t *s, void *h, void (*fn)(void *h, void *arg), void *arg)
 {
-    int found = 0;
+    int found;
     pthread_mutex_lock(&s->lock);
-    for (size_t i = 0; i < s->n && !found; i++)
-        found = s->live[i] == h;
-    if (found)
+    if ((found = live_locked(s, h)))
         fn(h, arg);
     pthread_mutex_unlock(&s->lock);
     return found;

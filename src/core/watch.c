@@ -69,7 +69,6 @@ weft_status_t weft_watch_start(weft_comm_t *comm, weft_watch_t **out)
 {
     struct weft_watch *w = calloc(1, sizeof(*w));
     int max = 2 * comm->nranks;
-    int *fds = NULL;
     int err;
 
     *out = NULL;
@@ -78,27 +77,22 @@ weft_status_t weft_watch_start(weft_comm_t *comm, weft_watch_t **out)
     w->comm = comm;
     w->stop_fd = -1;
     w->grace_ns = (uint64_t)weft_param_int(WEFT_P_PEER_LOSS_GRACE_MS) * 1000000ull;
-    fds = calloc((size_t)max, sizeof(*fds));
     w->rank = calloc((size_t)max, sizeof(*w->rank));
     w->link_fd = calloc((size_t)max, sizeof(*w->link_fd));
     w->gone_ns = calloc((size_t)max, sizeof(*w->gone_ns));
     w->pfd = calloc((size_t)max + 1, sizeof(*w->pfd));
-    if (!fds || !w->rank || !w->link_fd || !w->gone_ns || !w->pfd)
+    if (!w->rank || !w->link_fd || !w->gone_ns || !w->pfd)
         goto nomem;
     w->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (w->stop_fd < 0) {
         weft_error(WEFT_SUB_INIT, "rank %d: eventfd for the peer watch failed: %s", comm->rank, strerror(errno));
-        free(fds);
         weft_watch_stop(w);
         return WEFT_ERR_SYSTEM;
     }
-    w->n = weft_bootstrap_link_fds(comm->boot, fds, w->rank, max);
+    w->n = weft_bootstrap_link_fds(comm->boot, w->link_fd, w->rank, max);
     w->pfd[0] = (struct pollfd){.fd = w->stop_fd, .events = POLLIN};
-    for (int i = 0; i < w->n; i++) {
-        w->pfd[i + 1] = (struct pollfd){.fd = fds[i], .events = POLLRDHUP};
-        w->link_fd[i] = fds[i];
-    }
-    free(fds);
+    for (int i = 0; i < w->n; i++)
+        w->pfd[i + 1] = (struct pollfd){.fd = w->link_fd[i], .events = POLLRDHUP};
     if ((err = pthread_create(&w->thread, NULL, watch_main, w)) != 0) {
         weft_error(WEFT_SUB_INIT, "rank %d: cannot start the peer watch: %s", comm->rank, strerror(err));
         weft_watch_stop(w);
@@ -108,7 +102,6 @@ weft_status_t weft_watch_start(weft_comm_t *comm, weft_watch_t **out)
     *out = w;
     return WEFT_OK;
 nomem:
-    free(fds);
     weft_watch_stop(w);
     return WEFT_ERR_NO_MEMORY;
 }
