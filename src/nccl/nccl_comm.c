@@ -438,7 +438,7 @@ NCCL_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCom
     weft_unique_id_t wid;
     ncclUniqueId id;
     weft_status_t status = WEFT_OK;
-    int n = 0, me = -1;
+    int n = 0, me = -1, entered;
     comm_config_t cc;
     ncclResult_t r;
     if (!comm || !newcomm)
@@ -452,7 +452,10 @@ NCCL_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCom
         free(all);
         return nccl_fail(ncclSystemError, "ncclCommSplit: out of memory");
     }
-    if (nccl_enter(comm, "ncclCommSplit") != ncclSuccess) {
+    /* a revoked communicator still splits (its links stay up: ncclCommRevoke);
+     * it takes no new work, so nothing is entered */
+    entered = !nccl_revoked(comm);
+    if (entered && nccl_enter(comm, "ncclCommSplit") != ncclSuccess) {
         free(all);
         free(mine);
         return ncclInvalidUsage;
@@ -486,15 +489,20 @@ NCCL_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCom
     }
     if (status != WEFT_OK)
         goto out;
-    nccl_leave(comm);
+    if (entered)
+        nccl_leave(comm);
     memcpy(id.internal, wid.internal, sizeof(id.internal));
     free(all);
     free(mine);
     return comm_init(newcomm, n, &id, me, comm->device, config);
 out:
-    nccl_leave(comm);
+    if (entered)
+        nccl_leave(comm);
     free(all);
     free(mine);
+    if (status == WEFT_ERR_ABORTED && !entered)
+        return nccl_fail(ncclInvalidUsage, "ncclCommSplit: rank %d: the revoke cancelled work under way, which "
+                                           "ended the communicator's links: only destroy remains", comm->rank);
     return status == WEFT_OK ? ncclSuccess : nccl_result(status);
 }
 
@@ -661,7 +669,7 @@ ncclResult_t nccl_enter(ncclComm_t comm, const char *what)
     else if (init != ncclSuccess)
         why = "failed to initialise";
     else if (comm->revoked)
-        why = "was revoked (only destroy, abort and shrink remain)";
+        why = "was revoked (only split, shrink, destroy and abort remain)";
     else if (comm->suspended)
         why = "is suspended (ncclCommResume first)";
     else
@@ -679,6 +687,17 @@ static void join_init(ncclComm_t comm)
         pthread_join(comm->init_thread, NULL);
         comm->init_thread_live = 0;
     }
+}
+
+int nccl_revoked(ncclComm_t comm)
+{
+    int revoked;
+    if (!weft_handle_live(&live_comms, comm))
+        return 0;
+    pthread_mutex_lock(&comm->busy_lock);
+    revoked = comm->revoked && !comm->aborting;
+    pthread_mutex_unlock(&comm->busy_lock);
+    return revoked;
 }
 
 void nccl_leave(ncclComm_t comm)

@@ -71,6 +71,9 @@ struct ncclComm {
 /* 1 if @p comm is a live communicator (not destroyed or aborted); its
  * memory is not read. */
 int nccl_live(ncclComm_t comm);
+/* 1 if @p comm is live and revoked (ncclCommRevoke): it takes no new work,
+ * yet split and shrink still use its links. */
+int nccl_revoked(ncclComm_t comm);
 /* Marks a call on @p comm under way; refused once ncclCommAbort began. */
 ncclResult_t nccl_enter(ncclComm_t comm, const char *what);
 void nccl_leave(ncclComm_t comm);

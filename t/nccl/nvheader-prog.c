@@ -517,6 +517,23 @@ static int revoke_grow(int rank, int nranks, void *arg)
     EXPECT(ncclAllReduce(NULL, NULL, 0, ncclFloat, ncclSum, grown, NULL), ncclInvalidUsage, "a call after revoke");
     CHECK(strstr(ncclGetLastError(grown), "revoked") != NULL, "the refusal does not say revoked: %s",
           ncclGetLastError(grown));
+    {
+        /* a revoked communicator still splits (nccl.h: destroy, split and
+         * shrink proceed once it is quiescent): ranks 0 and 1 form one */
+        ncclComm_t half = (ncclComm_t)&half;
+        EXPECT(ncclCommSplit(grown, rank == 2 ? NCCL_SPLIT_NOCOLOR : 0, rank, &half, NULL), ncclSuccess,
+               "split after revoke");
+        if (rank == 2) {
+            CHECK(half == NULL, "split after revoke: rank 2 (no color) got a communicator");
+        } else if (half && half != (ncclComm_t)&half) {
+            ncclCommCount(half, &n);
+            CHECK(n == 2, "split after revoke: %d ranks, want 2", n);
+            fails += allreduce_ok(half, 2, "allreduce on the split of a revoked communicator");
+            EXPECT(ncclCommDestroy(half), ncclSuccess, "destroy the split of a revoked communicator");
+        } else {
+            fails += rank_fail("split after revoke: rank %d got no communicator", rank);
+        }
+    }
     EXPECT(ncclCommDestroy(grown), ncclSuccess, "destroy revoked");
     if (comm)
         EXPECT(ncclCommDestroy(comm), ncclSuccess, "destroy parent");
@@ -726,7 +743,7 @@ int main(int argc, char **argv)
     report(run_ranks(4, 90000, shrink, NULL, NULL),
            "ncclCommSplit; ncclCommShrink without a dead rank (survivors agree), bad lists refused");
     report(run_ranks(3, 90000, revoke_grow, NULL, NULL),
-           "ncclCommGetUniqueId + ncclCommGrow from 2 to 3 ranks; ncclCommRevoke refuses later calls");
+           "ncclCommGetUniqueId + ncclCommGrow from 2 to 3 ranks; ncclCommRevoke refuses later calls, split remains");
     report(run_ranks(2, 60000, suspend, NULL, NULL), "ncclCommSuspend/Resume, ncclCommMemStats");
     params();
     report(run_ranks(2, 60000, one_sided, NULL, NULL),
