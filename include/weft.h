@@ -311,6 +311,19 @@ WEFT_API weft_status_t weft_comm_abort(weft_comm_t *comm);
 WEFT_API weft_status_t weft_comm_cancel(weft_comm_t *comm);
 
 /**
+ * Ends the device work on the communicator's streams: every device wait
+ * of its kernels, copies and proxies gives up at once (the stream's
+ * synchronisation reports WEFT_ERR_ABORTED), and device work queued later
+ * gives up at its first wait. Host calls and the bootstrap links are left
+ * as they are, so that bootstrap exchanges (split, a shrink's hand-out)
+ * still work, and the peers are not told. For a rank that revokes a
+ * communicator whose kernels wait for peers that will not come
+ * (ncclCommRevoke, ncclCommShrink with NCCL_SHRINK_ABORT). Callable from
+ * any thread. Still call weft_comm_destroy afterwards.
+ */
+WEFT_API weft_status_t weft_comm_cancel_device(weft_comm_t *comm);
+
+/**
  * The first asynchronous error of the communicator (a dead peer, a
  * timeout, an abort), or WEFT_OK. Callable from any thread.
  */

@@ -512,6 +512,24 @@ weft_status_t weft_comm_abort(weft_comm_t *comm)
     return WEFT_OK;
 }
 
+/* weft_handle_with_live's callback: the device's abort flag alone. */
+static void cancel_device_live(void *h, void *unused)
+{
+    weft_comm_t *comm = h;
+    (void)unused;
+    /* Device waits and the proxies poll this word; the host's flag and
+     * the bootstrap links stay as they are (weft_comm_cancel_device). */
+    if (comm->ctl)
+        __atomic_store_n(&comm->ctl->abort, 1u, __ATOMIC_RELEASE);
+}
+
+weft_status_t weft_comm_cancel_device(weft_comm_t *comm)
+{
+    if (!comm || !weft_handle_with_live(&live_comms, comm, cancel_device_live, NULL))
+        return WEFT_ERR_INVALID_ARGUMENT;
+    return WEFT_OK;
+}
+
 weft_status_t weft_comm_cancel(weft_comm_t *comm)
 {
     if (!comm || !weft_handle_with_live(&live_comms, comm, abort_live, NULL))

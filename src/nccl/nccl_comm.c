@@ -753,6 +753,10 @@ NCCL_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *error
     /* a kernel that gave up waiting left its reason in the control block */
     weft_comm_check_device(comm->w);
     weft_comm_get_async_error(comm->w, &async);
+    /* a revoke returns once the work it stopped has ended: quiescent,
+     * which NCCL reports as success (its stopped work's aborts expected) */
+    if (async == WEFT_ERR_ABORTED && nccl_revoked(comm))
+        async = WEFT_OK;
     *error = async == WEFT_OK ? ncclSuccess : nccl_result(async);
     return ncclSuccess;
 }
@@ -816,9 +820,14 @@ NCCL_API ncclResult_t ncclCommRevoke(ncclComm_t comm, int flags)
     comm->revoked = 1;
     busy = comm->busy;
     pthread_mutex_unlock(&comm->busy_lock);
-    /* its own work only: the links stay up, the peers are not told */
+    /* its own work only: the peers are not told. A call blocked in
+     * another thread ends through a cancel, which ends the links too;
+     * else only the device work stops (kernels that wait for peers that
+     * will not come), and split and shrink still have the links */
     if (busy > 0)
         weft_comm_cancel(comm->w);
+    else
+        weft_comm_cancel_device(comm->w);
     nccl_streams_sync(comm); /* revoked work's errors are expected */
     return ncclSuccess;
 }
@@ -898,6 +907,8 @@ NCCL_API ncclResult_t ncclCommShrink(ncclComm_t comm, int *exclude, int nexclude
         pthread_mutex_lock(&comm->busy_lock);
         comm->revoked = 1;
         pthread_mutex_unlock(&comm->busy_lock);
+        if (flags == NCCL_SHRINK_ABORT) /* its device work stops now, its links stay */
+            weft_comm_cancel_device(comm->w);
         nccl_streams_sync(comm);
     } else if ((r = nccl_enter(comm, "ncclCommShrink")) != ncclSuccess) {
         free(excluded);
@@ -932,6 +943,9 @@ NCCL_API ncclResult_t ncclCommShrink(ncclComm_t comm, int *exclude, int nexclude
             agree = 0;
     }
     free(excluded);
+    if (status == WEFT_ERR_ABORTED && nccl_revoked(comm))
+        return nccl_fail(ncclInvalidUsage, "ncclCommShrink: rank %d: the revoke cancelled work under way, which "
+                                           "ended the communicator's links: only destroy remains", comm->rank);
     if (status != WEFT_OK)
         return nccl_result(status);
     if (!agree)

@@ -7,7 +7,8 @@
  * with the last one aborting (rank 1, which holds no link to it, learns
  * of it when a neighbour of the quitter destroys its communicator).
  * weft_comm_cancel (ncclCommRevoke's) stops only the rank's own work: a
- * peer learns nothing until the quitter destroys, 2 s later. */
+ * peer learns nothing until the quitter destroys, 2 s later.
+ * weft_comm_cancel_device ends the rank's device work and keeps its links. */
 #include "tap/basic.h"
 #include "tap/job.h"
 #include "tap/ranks.h"
@@ -106,6 +107,62 @@ static int rank_main(int rank, int nranks, void *arg)
     return fails ? 1 : 0;
 }
 
+/*
+ * weft_comm_cancel_device: rank 0's allreduce, which rank 1 never joins,
+ * ends at once (device timeout 30 s), a later one gives up at once too,
+ * and the bootstrap links still work (a barrier with rank 1, which saw no
+ * error: it was not told).
+ */
+static int cancel_device_main(int rank, int nranks, void *arg)
+{
+    weft_comm_config_t cfg = WEFT_COMM_CONFIG_INIT;
+    weft_comm_t *comm;
+    weft_stream_t *s;
+    weft_status_t st, async = WEFT_OK;
+    float *buf;
+    int fails = 0;
+    (void)arg;
+    setenv("WEFT_PEER_LOSS_GRACE_MS", "300", 1);
+    cfg.device_timeout_ms = DEVICE_TIMEOUT_MS;
+    if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, &cfg, &comm) != WEFT_OK ||
+        weft_stream_create(comm, &s) != WEFT_OK || weft_mem_alloc(comm, COUNT * sizeof(float), (void **)&buf) != WEFT_OK)
+        return rank_fail("init: %s", weft_get_last_error());
+    rank_step("the first allreduce, both ranks");
+    if (allreduce(comm, s, buf) != WEFT_OK)
+        return rank_fail("the first allreduce: %s", weft_get_last_error());
+    if (rank == 0) {
+        long t0, took;
+        rank_step("an allreduce rank 1 never joins, then its device work cancelled");
+        if ((st = weft_allreduce(buf, buf, COUNT, WEFT_FLOAT32, WEFT_SUM, comm, s)) != WEFT_OK)
+            return rank_fail("the lone allreduce: %s", weft_status_string(st));
+        usleep(300000);
+        t0 = now_ms();
+        if ((st = weft_comm_cancel_device(comm)) != WEFT_OK)
+            fails += rank_fail("weft_comm_cancel_device: %s", weft_status_string(st));
+        st = weft_stream_synchronize(s);
+        took = now_ms() - t0;
+        if (st != WEFT_ERR_ABORTED)
+            fails += rank_fail("the cancelled allreduce: %s (%s), expected WEFT_ERR_ABORTED", weft_status_string(st),
+                               weft_get_last_error());
+        if (took > NEIGHBOUR_BOUND_MS)
+            fails += rank_fail("the cancelled allreduce ended after %ld ms, expected within %d (device timeout %d)",
+                               took, NEIGHBOUR_BOUND_MS, DEVICE_TIMEOUT_MS);
+        t0 = now_ms();
+        st = allreduce(comm, s, buf);
+        if (st == WEFT_OK || now_ms() - t0 > NEIGHBOUR_BOUND_MS)
+            fails += rank_fail("an allreduce after the cancel: %s after %ld ms, expected a failure at once",
+                               weft_status_string(st), now_ms() - t0);
+    }
+    rank_step("a bootstrap barrier: the links are up");
+    if ((st = weft_bootstrap_barrier(comm)) != WEFT_OK)
+        fails += rank_fail("the barrier after rank 0's cancel: %s (%s)", weft_status_string(st),
+                           weft_get_last_error());
+    if (rank == 1 && (weft_comm_get_async_error(comm, &async) != WEFT_OK || async != WEFT_OK))
+        fails += rank_fail("rank 1 has an error after rank 0's cancel: %s", weft_status_string(async));
+    weft_comm_destroy(comm);
+    return fails ? 1 : 0;
+}
+
 static void run(int nranks)
 {
     ranks_result_t r;
@@ -117,11 +174,15 @@ static void run(int nranks)
 int main(void)
 {
     ranks_result_t r;
-    plan(3);
+    plan(4);
     run(2);
     run(4);
     ok(run_ranks(2, 60000, rank_main, "cancel", &r),
        "2 ranks, weft_comm_cancel: the peer is not told (it fails when the canceller destroys, %d s later)",
        CANCEL_ALIVE_S);
+    ok(run_ranks(2, 60000, cancel_device_main, NULL, &r),
+       "2 ranks, weft_comm_cancel_device: a lone allreduce ends within %d ms (device timeout %d), a later one "
+       "fails at once, the links still carry a barrier, the peer has no error",
+       NEIGHBOUR_BOUND_MS, DEVICE_TIMEOUT_MS);
     return 0;
 }

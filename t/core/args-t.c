@@ -21,7 +21,7 @@ int main(void)
     const char *name;
     size_t sz;
 
-    plan(76);
+    plan(77);
     weft_get_unique_id(&id);
     INVAL(weft_comm_init(NULL, 1, 0, NULL, &comm), "comm_init: NULL id");
     INVAL(weft_comm_init(&id, 0, 0, NULL, &comm), "comm_init: nranks 0");
@@ -64,6 +64,7 @@ int main(void)
     INVAL(weft_comm_get_async_error(NULL, &err), "get_async_error: NULL comm");
     INVAL(weft_comm_abort(NULL), "comm_abort: NULL comm");
     INVAL(weft_comm_cancel(NULL), "comm_cancel: NULL comm");
+    INVAL(weft_comm_cancel_device(NULL), "comm_cancel_device: NULL comm");
     INVAL(weft_comm_destroy(NULL), "comm_destroy: NULL comm");
 
     INVAL(weft_bootstrap_allgather(NULL, &x, sizeof(x)), "allgather: NULL comm");

@@ -400,7 +400,8 @@ static int double_destroy(void *arg)
         return 3;
     if (weft_comm_destroy(comm) != WEFT_ERR_INVALID_ARGUMENT)
         return 4;
-    if (weft_comm_abort(comm) != WEFT_ERR_INVALID_ARGUMENT || weft_comm_cancel(comm) != WEFT_ERR_INVALID_ARGUMENT)
+    if (weft_comm_abort(comm) != WEFT_ERR_INVALID_ARGUMENT || weft_comm_cancel(comm) != WEFT_ERR_INVALID_ARGUMENT ||
+        weft_comm_cancel_device(comm) != WEFT_ERR_INVALID_ARGUMENT)
         return 5;
     /* a new one works, and the stale handle still names nothing */
     if (weft_get_unique_id(&uid) != WEFT_OK || weft_comm_init(&uid, 1, 0, NULL, &comm) != WEFT_OK)
