@@ -19,6 +19,7 @@
 #include "comm.h"
 #include "plan.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,6 +235,23 @@ static int refusals(int rank, int nranks, void *arg)
     return fails;
 }
 
+/* One case on @p nranks ranks, named by the format; skipped where
+ * WEFT_TEST_ONLY leaves it out. */
+static void run_case(int nranks, int (*fn)(int, int, void *), void *arg, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void run_case(int nranks, int (*fn)(int, int, void *), void *arg, const char *fmt, ...)
+{
+    char name[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof(name), fmt, ap);
+    va_end(ap);
+    if (!tap_only(name))
+        skip("%s: not in WEFT_TEST_ONLY", name);
+    else
+        ok(run_ranks(nranks, 60000, fn, arg, NULL), "%s", name);
+}
+
 int main(void)
 {
     plan_wide_env();
@@ -247,24 +265,25 @@ int main(void)
     };
     size_t n = sizeof(plans) / sizeof(plans[0]);
     plan((int)(2 * n + 5));
+    /* WEFT_TEST_ONLY picks cases by name (tap_only): "rppkt", "network", ... */
     for (int hosts = 1; hosts >= 0; hosts--)
         for (size_t i = 0; i < n; i++) {
             job_t j = plans[i];
             j.hosts = hosts;
-            ok(run_ranks(2, 60000, rank_main, &j, NULL), "%s%s, 2 ranks, %s", j.file,
-               j.wide_put ? " with 2-chunk puts" : "", hosts ? "one host (IPC)" : "two hosts (network)");
+            run_case(2, rank_main, &j, "%s%s, 2 ranks, %s", j.file, j.wide_put ? " with 2-chunk puts" : "",
+                     hosts ? "one host (IPC)" : "two hosts (network)");
         }
     for (int hosts = 1; hosts >= 0; hosts--) {
         job_t j = {NULL, hosts, 0, 0, 0};
-        ok(run_ranks(2, 60000, rank_main, &j, NULL), "rppkt over a port channel (LL, double scratch), %s: the "
-           "output is the peer's input", hosts ? "one host (IPC)" : "two hosts (network)");
+        run_case(2, rank_main, &j, "rppkt over a port channel (LL, double scratch), %s: the output is the peer's input",
+                 hosts ? "one host (IPC)" : "two hosts (network)");
     }
     for (int hosts = 1; hosts >= 0; hosts--) {
         job_t j = {"put__put_with_signal_test.json", hosts, 1, 1, 0};
-        ok(run_ranks(2, 60000, rank_main, &j, NULL),
-           "put with signal, rank 1's signal removed, %s: rank 0's wait fails in bounded time, naming a rank",
-           hosts ? "one host" : "two hosts");
+        run_case(2, rank_main, &j,
+                 "put with signal, rank 1's signal removed, %s: rank 0's wait fails in bounded time, naming a rank",
+                 hosts ? "one host" : "two hosts");
     }
-    ok(run_ranks(1, 60000, refusals, NULL, NULL), "ppkt over a port channel: refused before it runs, naming the op");
+    run_case(1, refusals, NULL, "ppkt over a port channel: refused before it runs, naming the op");
     return test_done();
 }

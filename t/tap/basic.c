@@ -131,6 +131,12 @@ void skip_all_hardware(const char *kind, const char *fmt, ...)
     skip_all("%s", why);
 }
 
+int tap_only(const char *name)
+{
+    const char *only = getenv("WEFT_TEST_ONLY");
+    return !only || !*only || strstr(name, only) != NULL;
+}
+
 void skip(const char *fmt, ...)
 {
     va_list ap;

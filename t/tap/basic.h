@@ -23,6 +23,10 @@ void skip_all_hardware(const char *kind, const char *fmt, ...) __attribute__((fo
 /* 1 when WEFT_TEST_STRICT demands hardware of @p kind. */
 int tap_strict(const char *kind);
 void skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* 1 unless WEFT_TEST_ONLY is set and @p name does not contain it: a test
+ * that honours it skips its other cases (chasing one case, on a GPU host
+ * under a slow tool such as compute-sanitizer). */
+int tap_only(const char *name);
 void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Exit status for main: 0 if every planned test ran and passed. */
 int test_done(void);
