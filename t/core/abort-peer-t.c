@@ -42,24 +42,33 @@ static int allreduce(weft_comm_t *comm, weft_stream_t *s, float *buf)
 
 #define CANCEL_ALIVE_S 2
 
+/* The communicator (device timeout 30 s, grace 300 ms), a stream and a
+ * buffer, then one allreduce together: every connection is up before any
+ * rank stops. 1 on failure (reported). */
+static int join(int rank, int nranks, weft_comm_t **comm, weft_stream_t **s, float **buf)
+{
+    weft_comm_config_t cfg = WEFT_COMM_CONFIG_INIT;
+    setenv("WEFT_PEER_LOSS_GRACE_MS", "300", 1);
+    cfg.device_timeout_ms = DEVICE_TIMEOUT_MS;
+    if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, &cfg, comm) != WEFT_OK ||
+        weft_stream_create(*comm, s) != WEFT_OK || weft_mem_alloc(*comm, COUNT * sizeof(float), (void **)buf) != WEFT_OK)
+        return rank_fail("init: %s", weft_get_last_error());
+    rank_step("the first allreduce, every rank");
+    if (allreduce(*comm, *s, *buf) != WEFT_OK)
+        return rank_fail("the first allreduce: %s", weft_get_last_error());
+    return 0;
+}
+
 static int rank_main(int rank, int nranks, void *arg)
 {
     int cancel = arg != NULL;
-    weft_comm_config_t cfg = WEFT_COMM_CONFIG_INIT;
     weft_comm_t *comm;
     weft_stream_t *s;
     float *buf;
     int fails = 0, quitter = nranks - 1;
     weft_status_t st;
-    setenv("WEFT_PEER_LOSS_GRACE_MS", "300", 1);
-    cfg.device_timeout_ms = DEVICE_TIMEOUT_MS;
-    if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, &cfg, &comm) != WEFT_OK ||
-        weft_stream_create(comm, &s) != WEFT_OK || weft_mem_alloc(comm, COUNT * sizeof(float), (void **)&buf) != WEFT_OK)
-        return rank_fail("init: %s", weft_get_last_error());
-    /* one call together first: every connection is up before the abort */
-    rank_step("the first allreduce, every rank");
-    if (allreduce(comm, s, buf) != WEFT_OK)
-        return rank_fail("the first allreduce: %s", weft_get_last_error());
+    if (join(rank, nranks, &comm, &s, &buf))
+        return 1;
     if (rank == quitter) {
         /* the others are in their second call by now */
         usleep(300000);
@@ -115,21 +124,14 @@ static int rank_main(int rank, int nranks, void *arg)
  */
 static int cancel_device_main(int rank, int nranks, void *arg)
 {
-    weft_comm_config_t cfg = WEFT_COMM_CONFIG_INIT;
     weft_comm_t *comm;
     weft_stream_t *s;
     weft_status_t st, async = WEFT_OK;
     float *buf;
     int fails = 0;
     (void)arg;
-    setenv("WEFT_PEER_LOSS_GRACE_MS", "300", 1);
-    cfg.device_timeout_ms = DEVICE_TIMEOUT_MS;
-    if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, &cfg, &comm) != WEFT_OK ||
-        weft_stream_create(comm, &s) != WEFT_OK || weft_mem_alloc(comm, COUNT * sizeof(float), (void **)&buf) != WEFT_OK)
-        return rank_fail("init: %s", weft_get_last_error());
-    rank_step("the first allreduce, both ranks");
-    if (allreduce(comm, s, buf) != WEFT_OK)
-        return rank_fail("the first allreduce: %s", weft_get_last_error());
+    if (join(rank, nranks, &comm, &s, &buf))
+        return 1;
     if (rank == 0) {
         long t0, took;
         rank_step("an allreduce rank 1 never joins, then its device work cancelled");
