@@ -106,6 +106,10 @@ WEFT_PARAM(PROXY_SPIN_NS, "WEFT_PROXY_SPIN_NS", INT, "-1",
 WEFT_PARAM(PROXY_STATS, "WEFT_PROXY_STATS", INT, "0",
            "1: each proxy times how it executes triggers (copies, inline puts, signals, flushes) and logs the "
            "counts and mean and largest times when it stops (log level info, subsystem proxy)")
+WEFT_PARAM(PROXY_CHECK_WRITES, "WEFT_PROXY_CHECK_WRITES", INT, "0",
+           "1 (for chasing a faulting copy): each proxy waits for every write it makes before the next trigger "
+           "and logs each one (addresses, registrations, sizes; log level debug, subsystem proxy), so a write "
+           "that fails is named by its own error; slow")
 WEFT_PARAM(SAME_DEVICE_SCOPE, "WEFT_SAME_DEVICE_SCOPE", INT, "1",
            "1 (default): semaphore signals to ranks on the same GPU are device-scope releases; 0: system scope "
            "always (a system-wide fence per signal)")
@@ -200,6 +204,7 @@ WEFT_PARAM_RANGE(PORT_BATCH, 0, 1, NUM)
 WEFT_PARAM_RANGE(IPC_COPY_ENGINE, 0, 1, NUM)
 WEFT_PARAM_RANGE(PROXY_SPIN_NS, -1, 1000000000, NUM)
 WEFT_PARAM_RANGE(PROXY_STATS, 0, 1, NUM)
+WEFT_PARAM_RANGE(PROXY_CHECK_WRITES, 0, 1, NUM)
 WEFT_PARAM_RANGE(SAME_DEVICE_SCOPE, 0, 1, NUM)
 WEFT_PARAM_RANGE(REG_MIN_BYTES, -1, 1L << 40, SIZE)
 WEFT_PARAM_RANGE(REG_CACHE, 0, 1, NUM)

@@ -82,6 +82,7 @@ struct weft_proxy {
     long spin_ns;     /* WEFT_PROXY_SPIN_NS, resolved at start */
     int inline_max;   /* WEFT_PORT_INLINE_BYTES, rounded down to 8 */
     proxy_stats_t *stats; /* WEFT_PROXY_STATS: the thread's alone until it is joined */
+    int check_writes;     /* WEFT_PROXY_CHECK_WRITES */
     struct weft_proxy *next; /* in comm->proxies */
 };
 
@@ -91,6 +92,30 @@ static void proxy_stage(weft_proxy_t *p, const char *stage, int peer)
     __atomic_store_n(&p->stage_peer, peer, __ATOMIC_RELAXED);
     __atomic_store_n(&p->stage_since_ns, weft_now_ns(), __ATOMIC_RELAXED);
     __atomic_store_n(&p->stage, stage, __ATOMIC_RELEASE);
+}
+
+/*
+ * WEFT_PROXY_CHECK_WRITES: logs the write just queued (status: its
+ * submission's), waits for it to land and names it if it failed, so that
+ * a copy that faults is told apart from the work around it.
+ */
+static weft_status_t check_write(weft_proxy_t *p, weft_connection_t *c, uint32_t dst_id, uint64_t dst_off,
+                                 uint32_t src_id, uint64_t src_off, uint64_t size, weft_status_t status)
+{
+    void *d = NULL, *s = NULL;
+    size_t dbytes = 0, sbytes = 0;
+    weft_mem_ptr(p->mems[dst_id], &d);
+    weft_mem_ptr(p->mems[src_id], &s);
+    weft_mem_size(p->mems[dst_id], &dbytes);
+    weft_mem_size(p->mems[src_id], &sbytes);
+    if (status == WEFT_OK)
+        status = c->ops->flush(c, 0);
+    WEFT_LOG(status == WEFT_OK ? WEFT_LOG_DEBUG : WEFT_LOG_ERROR, WEFT_SUB_PROXY,
+             "rank %d proxy: write of %llu bytes to rank %d: registration %u at +%llu (mapped at %p, %zu bytes) from "
+             "registration %u at +%llu (%p, %zu bytes): %s",
+             p->comm->rank, (unsigned long long)size, c->peer, dst_id, (unsigned long long)dst_off, d, dbytes, src_id,
+             (unsigned long long)src_off, s, sbytes, weft_status_string(status));
+    return status;
 }
 
 static weft_status_t execute(weft_proxy_t *p, uint64_t w0, uint64_t w1)
@@ -136,6 +161,8 @@ static weft_status_t execute(weft_proxy_t *p, uint64_t w0, uint64_t w1)
         } else {
             proxy_stage(p, "a write", c->peer);
             status = c->ops->write(c, p->mems[dst_id], dst_off, p->mems[src_id], src_off, size);
+            if (p->check_writes)
+                status = check_write(p, c, dst_id, dst_off, src_id, src_off, size, status);
             if (status != WEFT_OK)
                 return status;
         }
@@ -362,6 +389,7 @@ weft_status_t weft_proxy_create(weft_comm_t *comm, size_t fifo_size, weft_proxy_
     p->comm = comm;
     p->size = fifo_size;
     p->inline_max = (int)(weft_param_int(WEFT_P_PORT_INLINE_BYTES) & ~7L);
+    p->check_writes = weft_param_int(WEFT_P_PROXY_CHECK_WRITES);
     if (weft_param_int(WEFT_P_PROXY_STATS) && !(p->stats = calloc(1, sizeof(*p->stats)))) {
         free(p);
         weft_comm_leave(comm);

@@ -26,7 +26,7 @@ int main(void)
 {
     static char out[65536];
     char cmd[1024];
-    plan(29);
+    plan(31);
     snprintf(cmd, sizeof(cmd), "%s/tools/weft-info", TOP_BUILDDIR);
     is_int(0, run(cmd, out, sizeof(out)), "weft-info runs");
     ok(strstr(out, "GPU backends: host") && strstr(out, "networks: ethernet"), "and shows backends and networks");
@@ -112,6 +112,21 @@ rest:
     snprintf(cmd, sizeof(cmd), "%s/tools/weft-perf --ranks 2 allreduce --vs nccl -b 8 -e 8 2>&1", TOP_BUILDDIR);
     ok(run(cmd, out, sizeof(out)) == 2 && strstr(out, "needs --backend cuda or hip"),
        "--vs nccl on the host backend is refused, saying it needs a GPU backend");
+    /* WEFT_PROXY_CHECK_WRITES: the port channel's proxy names each write it
+     * waited for (the log to a file: hundreds of lines, one kept) */
+    snprintf(cmd, sizeof(cmd),
+             "f=$(mktemp) && WEFT_PROXY_CHECK_WRITES=1 WEFT_LOG_LEVEL=debug WEFT_LOG_SUBSYS=proxy %s/tools/weft-perf "
+             "--ranks 2 p2p -b 1K -e 1K -n 1 -w 0 -R 1 >/dev/null 2>$f; echo rc=$?; grep -m1 'proxy: write of' $f; "
+             "rm -f $f",
+             TOP_BUILDDIR);
+    ok(run(cmd, out, sizeof(out)) == 0 && strstr(out, "rc=0") &&
+           strstr(out, "proxy: write of 1024 bytes to rank 1: registration") && strstr(out, "): WEFT_OK: success"),
+       "WEFT_PROXY_CHECK_WRITES=1: each proxy write is waited for and logged with its registrations and result");
+    snprintf(cmd, sizeof(cmd),
+             "f=$(mktemp) && WEFT_LOG_LEVEL=debug WEFT_LOG_SUBSYS=proxy %s/tools/weft-perf --ranks 2 p2p -b 1K -e 1K "
+             "-n 1 -w 0 -R 1 >/dev/null 2>$f; echo rc=$?; grep -c 'proxy: write of' $f; rm -f $f",
+             TOP_BUILDDIR);
+    ok(run(cmd, out, sizeof(out)) == 0 && strstr(out, "rc=0\n0\n"), "without it, writes are not logged");
 #ifdef WEFT_HAVE_MPI
     snprintf(cmd, sizeof(cmd), "%s/tools/weft-perf --ranks 2 allreduce --vs mpi -b 8 -e 64K -f 64 -n 3 -w 1 2>&1",
              TOP_BUILDDIR);
