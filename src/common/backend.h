@@ -187,6 +187,15 @@ typedef struct weft_gpu_ops {
      */
     weft_status_t (*stream_write_u64_batch)(weft_gpu_ctx_t *ctx, unsigned n, void *const *dst, const uint64_t *values,
                                             weft_gpu_stream_t *stream);
+    /*
+     * WEFT_OK while the context works; WEFT_ERR_BACKEND, with the runtime's
+     * error in @p why (@p len bytes), once it holds a fault that no later
+     * call can clear (an illegal address, a kernel's trap or assert, an
+     * uncorrectable ECC error): every later call fails, so its communicators
+     * are over. Any thread; cheap enough to ask every 100 ms (the peer
+     * watch, src/core/watch.c). The stub: always WEFT_OK.
+     */
+    weft_status_t (*device_failed)(weft_gpu_ctx_t *ctx, char *why, size_t len);
 } weft_gpu_ops_t;
 
 /* Looks a backend up by name; the table returned is complete (stubs filled

@@ -53,6 +53,7 @@ static const struct {
     [WEFT_FAULT_COLL_LAUNCH] = {"coll.launch", 0, WEFT_SUB_COLL},
     [WEFT_FAULT_COLL_WAIT] = {"coll.wait", 0, WEFT_SUB_COLL},
     [WEFT_FAULT_REG_SERVE] = {"reg.serve", 0, WEFT_SUB_MEM},
+    [WEFT_FAULT_DEVICE_LOST] = {"device.lost", 0, WEFT_SUB_GPU},
 };
 
 static const struct {

@@ -15,7 +15,9 @@
  *          net.recv (the net transports' data path), net.sideband (their
  *          side-band connections: handshake and IDENT), coll.launch
  *          coll.wait (a collective's launch; the host's wait on the device),
- *          reg.serve (the IPC worker serving a peer's registration push).
+ *          reg.serve (the IPC worker serving a peer's registration push),
+ *          device.lost (the peer watch's check of the device, every 100 ms:
+ *          errno there is a device that has failed for good).
  * Actions: kill (SIGKILL to this process), stop (SIGSTOP), close (shutdown
  *          of the socket: the peer sees EOF), reset (TCP reset), eintr (the
  *          call fails with EINTR once), short (the call moves half the
@@ -51,6 +53,7 @@ typedef enum {
     WEFT_FAULT_COLL_LAUNCH,
     WEFT_FAULT_COLL_WAIT,
     WEFT_FAULT_REG_SERVE, /* a peer's registration push, served by this rank's IPC worker */
+    WEFT_FAULT_DEVICE_LOST, /* the peer watch's check of the device (errno: the device has failed) */
     WEFT_FAULT_SITE_COUNT
 } weft_fault_site_t;
 

@@ -118,7 +118,7 @@ WEFT_PARAM(NET_TRANSPORT, "WEFT_NET_TRANSPORT", STR, "auto",
 WEFT_PARAM(FAULT, "WEFT_FAULT", STR, "",
            "tests only: fault points, site:nth[+]:action[=arg],... (src/common/fault.h: sites boot.connect, "
            "boot.send, boot.recv, boot.accept, proxy.request, proxy.completion, net.send, net.recv, net.sideband, "
-           "coll.launch, coll.wait; actions kill, stop, close, reset, eintr, short, delay[=ms], errno[=NAME])")
+           "coll.launch, coll.wait, reg.serve, device.lost; actions kill, stop, close, reset, eintr, short, delay[=ms], errno[=NAME])")
 WEFT_PARAM(TOPO_FILE, "WEFT_TOPO_FILE", STR, "",
            "hwloc XML file to take the topology from instead of probing this machine")
 WEFT_PARAM(REG_MIN_BYTES, "WEFT_REG_MIN_BYTES", INT, "-1",

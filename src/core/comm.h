@@ -101,6 +101,12 @@ uint64_t weft_comm_pair_tag(weft_comm_t *comm, int peer);
 /* Pairwise: sends @p mine to @p peer and receives its @p theirs (both
  * @p bytes), under the pair's next tag; the peer makes the same call. */
 weft_status_t weft_comm_pair_exchange(weft_comm_t *comm, int peer, const void *mine, void *theirs, size_t bytes);
+/* The device under @p comm has failed for good (@p why: the runtime's
+ * error): logs it, records WEFT_ERR_BACKEND as the async error, ends the
+ * communicator's work and hangs up its bootstrap links, so its peers'
+ * waits give up naming this rank (watch.h) instead of at their device
+ * timeout. Any thread (the peer watch calls it). */
+void weft_comm_fail_device(weft_comm_t *comm, const char *why);
 /* Records @p status as the async error if none is recorded yet. */
 void weft_comm_set_async_error(weft_comm_t *comm, weft_status_t status);
 /* Takes the communicator's lock; WEFT_ERR_ABORTED (unlocked) after abort. */

@@ -461,6 +461,16 @@ static void raise_abort(weft_comm_t *comm, int hangup)
         weft_watch_hangup(comm->watch);
 }
 
+void weft_comm_fail_device(weft_comm_t *comm, const char *why)
+{
+    weft_error(WEFT_SUB_GPU, "rank %d: the device failed (%s): every later call on it fails, so the communicator "
+               "ends its work and hangs up its links, and its peers stop waiting for it",
+               comm->rank, why);
+    /* before raise_abort's WEFT_ERR_ABORTED: the first recorded wins */
+    weft_comm_set_async_error(comm, WEFT_ERR_BACKEND);
+    raise_abort(comm, 1);
+}
+
 /* weft_handle_with_live's callback: the abort of a communicator that a
  * destroy on another thread cannot free meanwhile (it takes the handle
  * first, under the same lock). */

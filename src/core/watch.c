@@ -2,6 +2,7 @@
 #include "config.h"
 #include "watch.h"
 #include "bootstrap.h"
+#include "fault.h"
 #include "log.h"
 #include "param.h"
 #include "util.h"
@@ -26,7 +27,30 @@ struct weft_watch {
     int *link_fd;         /* pfd[i + 1]'s descriptor, never changed (weft_watch_hangup) */
     uint64_t *gone_ns;    /* when its link hung up, 0 while up */
     uint64_t grace_ns;
+    int device_failed; /* seen once: the check stops */
 };
+
+/*
+ * The device check of every pass (100 ms apart): a context that holds a
+ * fault no call can clear (a kernel's illegal address, the process's own
+ * or weft's) fails every later call, but this rank's peers would wait for
+ * it until their device timeout; so the communicator is failed and its
+ * links hung up at once, and the peers' waits give up after their grace
+ * period, naming this rank.
+ */
+static void check_device(struct weft_watch *w)
+{
+    weft_comm_t *comm = w->comm;
+    char why[200] = "";
+    weft_status_t st;
+    if (w->device_failed || __atomic_load_n(&comm->aborted, __ATOMIC_ACQUIRE))
+        return;
+    st = WEFT_FAULT_OR(WEFT_FAULT_DEVICE_LOST, comm->gpu->device_failed(comm->gctx, why, sizeof(why)));
+    if (st == WEFT_OK)
+        return;
+    w->device_failed = 1;
+    weft_comm_fail_device(comm, why[0] ? why : "fault point device.lost");
+}
 
 static void record_loss(struct weft_watch *w, int peer)
 {
@@ -43,12 +67,13 @@ static void *watch_main(void *arg)
 {
     struct weft_watch *w = arg;
     for (;;) {
-        int timeout = w->grace_ns ? 100 : -1;
         uint64_t now;
-        if (poll(w->pfd, (nfds_t)w->n + 1, timeout) < 0 && errno != EINTR)
+        /* every 100 ms: the grace periods' ends and the device check */
+        if (poll(w->pfd, (nfds_t)w->n + 1, 100) < 0 && errno != EINTR)
             break;
         if (w->pfd[0].revents)
             break;
+        check_device(w);
         now = weft_now_ns();
         for (int i = 0; i < w->n; i++) {
             struct pollfd *p = &w->pfd[i + 1];

@@ -15,6 +15,12 @@
  * gives up on its streams) hangs its links up at once (weft_watch_hangup),
  * so its peers' waits give up after the grace period, naming it, while
  * its process lives on, instead of at their device timeout.
+ *
+ * The thread also asks the backend, every 100 ms, whether the device has
+ * failed for good (device_failed: a fault no later call can clear); if so
+ * it fails the communicator and hangs its links up the same way
+ * (weft_comm_fail_device), since nothing this rank does can end its part
+ * of the peers' waits any more.
  */
 #ifndef WEFT_WATCH_H
 #define WEFT_WATCH_H

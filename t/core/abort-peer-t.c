@@ -8,7 +8,9 @@
  * of it when a neighbour of the quitter destroys its communicator).
  * weft_comm_cancel (ncclCommRevoke's) stops only the rank's own work: a
  * peer learns nothing until the quitter destroys, 2 s later.
- * weft_comm_cancel_device ends the rank's device work and keeps its links. */
+ * weft_comm_cancel_device ends the rank's device work and keeps its links.
+ * A rank whose device fails for good (the fault point device.lost in the
+ * peer watch's check) fails its communicator and hangs up the same way. */
 #include "tap/basic.h"
 #include "tap/job.h"
 #include "tap/ranks.h"
@@ -165,6 +167,60 @@ static int cancel_device_main(int rank, int nranks, void *arg)
     return fails ? 1 : 0;
 }
 
+/*
+ * Rank 1's device fails for good about 3 s after its communicator starts
+ * (the watch's 30th check, fault point device.lost) while rank 0 waits in
+ * an allreduce rank 1 never joins: rank 0's fails naming rank 1 within
+ * DEVICE_LOST_BOUND_MS (device timeout 30 s), while rank 1 lives on; rank 1
+ * records WEFT_ERR_BACKEND and its later calls fail at once.
+ */
+#define DEVICE_LOST_BOUND_MS 8000
+static int device_lost_main(int rank, int nranks, void *arg)
+{
+    weft_comm_t *comm;
+    weft_stream_t *s;
+    weft_status_t st, async = WEFT_OK;
+    float *buf;
+    int fails = 0;
+    long t0, took;
+    (void)arg;
+    if (rank == 1)
+        setenv("WEFT_FAULT", "device.lost:30+:errno", 1);
+    if (join(rank, nranks, &comm, &s, &buf))
+        return 1;
+    t0 = now_ms();
+    if (rank == 0) {
+        const char *e;
+        rank_step("an allreduce rank 1 never joins; rank 1's device will fail");
+        st = allreduce(comm, s, buf);
+        took = now_ms() - t0;
+        e = weft_get_last_error();
+        if (st != WEFT_ERR_REMOTE || !e || !strstr(e, "rank 1"))
+            fails += rank_fail("the allreduce: %s (%s), expected WEFT_ERR_REMOTE naming rank 1",
+                               weft_status_string(st), e ? e : "(none)");
+        if (took > DEVICE_LOST_BOUND_MS)
+            fails += rank_fail("the allreduce failed after %ld ms, expected within %d (device timeout %d)", took,
+                               DEVICE_LOST_BOUND_MS, DEVICE_TIMEOUT_MS);
+    } else {
+        rank_step("waiting for its device to fail");
+        while (weft_comm_get_async_error(comm, &async) == WEFT_OK && async == WEFT_OK &&
+               now_ms() - t0 < DEVICE_LOST_BOUND_MS)
+            usleep(20000);
+        if (async != WEFT_ERR_BACKEND)
+            fails += rank_fail("the async error after the device failed: %s, expected WEFT_ERR_BACKEND",
+                               weft_status_string(async));
+        t0 = now_ms();
+        st = allreduce(comm, s, buf);
+        if (st == WEFT_OK || now_ms() - t0 > 1000)
+            fails += rank_fail("an allreduce after the device failed: %s after %ld ms, expected a failure at once",
+                               weft_status_string(st), now_ms() - t0);
+        /* alive past rank 0's bound: only the hang-up can end its wait */
+        sleep(QUITTER_ALIVE_S);
+    }
+    weft_comm_destroy(comm);
+    return fails ? 1 : 0;
+}
+
 static void run(int nranks)
 {
     ranks_result_t r;
@@ -176,7 +232,7 @@ static void run(int nranks)
 int main(void)
 {
     ranks_result_t r;
-    plan(4);
+    plan(5);
     run(2);
     run(4);
     ok(run_ranks(2, 60000, rank_main, "cancel", &r),
@@ -186,5 +242,9 @@ int main(void)
        "2 ranks, weft_comm_cancel_device: a lone allreduce ends within %d ms (device timeout %d), a later one "
        "fails at once, the links still carry a barrier, the peer has no error",
        NEIGHBOUR_BOUND_MS, DEVICE_TIMEOUT_MS);
+    ok(run_ranks(2, 60000, device_lost_main, NULL, &r),
+       "2 ranks, rank 1's device fails for good (device.lost): rank 0's allreduce fails naming rank 1 within %d ms "
+       "(device timeout %d) while rank 1 lives on; rank 1 records WEFT_ERR_BACKEND and fails later calls at once",
+       DEVICE_LOST_BOUND_MS, DEVICE_TIMEOUT_MS);
     return 0;
 }

@@ -19,6 +19,11 @@
 #define rtEvent_t cudaEvent_t
 #define rtFuncAttributes struct cudaFuncAttributes
 #define rtErrorNotReady cudaErrorNotReady
+/* errors that leave the context unusable: every later call returns them */
+#define RT_STICKY_ERRORS                                                                                              \
+    cudaErrorIllegalAddress, cudaErrorLaunchTimeout, cudaErrorAssert, cudaErrorHardwareStackError,                    \
+        cudaErrorIllegalInstruction, cudaErrorMisalignedAddress, cudaErrorInvalidAddressSpace, cudaErrorInvalidPc,    \
+        cudaErrorLaunchFailure, cudaErrorECCUncorrectable
 #define rtStreamNonBlocking cudaStreamNonBlocking
 #define rtEventDisableTiming cudaEventDisableTiming
 #define rtHostAllocMapped cudaHostAllocMapped

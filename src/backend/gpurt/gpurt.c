@@ -345,6 +345,26 @@ static weft_status_t gpurt_stream_query(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *
     return gpurt_check(err, "stream query");
 }
 
+/*
+ * A fault the context keeps (RT_STICKY_ERRORS): a query of the backend's
+ * own stream returns it once it happened, whoever's work faulted. Other
+ * errors (a busy stream, a runtime shutting down at exit) are not taken
+ * for one.
+ */
+static weft_status_t gpurt_device_failed(weft_gpu_ctx_t *ctx, char *why, size_t len)
+{
+    static const rtError_t sticky[] = {RT_STICKY_ERRORS};
+    rtError_t err;
+    RT(SetDevice)(ctx->device);
+    err = RT(StreamQuery)(ctx->internal);
+    for (size_t i = 0; i < sizeof(sticky) / sizeof(sticky[0]); i++)
+        if (err == sticky[i]) {
+            snprintf(why, len, "%s (%s)", RT(GetErrorName)(err), RT(GetErrorString)(err));
+            return WEFT_ERR_BACKEND;
+        }
+    return WEFT_OK;
+}
+
 static weft_status_t gpurt_stream_capturing(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *stream, int *capturing)
 {
     rtStreamCaptureStatus st = rtStreamCaptureStatusNone;
@@ -499,6 +519,7 @@ const weft_gpu_ops_t WEFT_GPURT_OPS = {
     .memcpy_async = gpurt_memcpy_async,
     .launch = gpurt_launch,
     .stream_write_u64 = gpurt_stream_write_u64,
+    .device_failed = gpurt_device_failed,
 #ifdef RT_WRITE_VALUE64_BATCH
     .stream_write_u64_batch = gpurt_stream_write_u64_batch,
 #endif

@@ -19,6 +19,9 @@
 #define rtEvent_t hipEvent_t
 #define rtFuncAttributes hipFuncAttributes
 #define rtErrorNotReady hipErrorNotReady
+/* errors that leave the context unusable: every later call returns them */
+#define RT_STICKY_ERRORS                                                                                              \
+    hipErrorIllegalAddress, hipErrorLaunchTimeOut, hipErrorAssert, hipErrorLaunchFailure, hipErrorECCNotCorrectable
 #define rtStreamNonBlocking hipStreamNonBlocking
 #define rtEventDisableTiming hipEventDisableTiming
 #define rtHostAllocMapped hipHostMallocMapped
