@@ -33,6 +33,8 @@
 #define rtMemcpyDefault cudaMemcpyDefault
 #define rtStreamCaptureStatus enum cudaStreamCaptureStatus
 #define rtStreamCaptureStatusNone cudaStreamCaptureStatusNone
+#define rtStreamCaptureMode enum cudaStreamCaptureMode
+#define rtStreamCaptureModeRelaxed cudaStreamCaptureModeRelaxed
 /* the runtime's variable for its hardware work queues */
 #define RT_QUEUES_ENV "CUDA_DEVICE_MAX_CONNECTIONS"
 

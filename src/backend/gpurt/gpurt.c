@@ -354,9 +354,14 @@ static weft_status_t gpurt_stream_query(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *
 static weft_status_t gpurt_device_failed(weft_gpu_ctx_t *ctx, char *why, size_t len)
 {
     static const rtError_t sticky[] = {RT_STICKY_ERRORS};
+    rtStreamCaptureMode mode = rtStreamCaptureModeRelaxed;
     rtError_t err;
+    /* relaxed for this thread: a query from it while the program captures
+     * a graph in global mode on another thread must not spoil the capture */
+    RT(ThreadExchangeStreamCaptureMode)(&mode);
     RT(SetDevice)(ctx->device);
     err = RT(StreamQuery)(ctx->internal);
+    RT(ThreadExchangeStreamCaptureMode)(&mode);
     for (size_t i = 0; i < sizeof(sticky) / sizeof(sticky[0]); i++)
         if (err == sticky[i]) {
             snprintf(why, len, "%s (%s)", RT(GetErrorName)(err), RT(GetErrorString)(err));

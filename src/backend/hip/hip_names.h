@@ -31,6 +31,8 @@
 #define rtMemcpyDefault hipMemcpyDefault
 #define rtStreamCaptureStatus hipStreamCaptureStatus
 #define rtStreamCaptureStatusNone hipStreamCaptureStatusNone
+#define rtStreamCaptureMode hipStreamCaptureMode
+#define rtStreamCaptureModeRelaxed hipStreamCaptureModeRelaxed
 /* the runtime's variable for its hardware work queues */
 #define RT_QUEUES_ENV "GPU_MAX_HW_QUEUES"
 
