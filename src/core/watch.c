@@ -27,7 +27,6 @@ struct weft_watch {
     int *link_fd;         /* pfd[i + 1]'s descriptor, never changed (weft_watch_hangup) */
     uint64_t *gone_ns;    /* when its link hung up, 0 while up */
     uint64_t grace_ns;
-    int device_failed; /* seen once: the check stops */
 };
 
 /*
@@ -43,12 +42,12 @@ static void check_device(struct weft_watch *w)
     weft_comm_t *comm = w->comm;
     char why[200] = "";
     weft_status_t st;
-    if (w->device_failed || __atomic_load_n(&comm->aborted, __ATOMIC_ACQUIRE))
+    /* once failed (weft_comm_fail_device aborts it), or aborted: no more checks */
+    if (__atomic_load_n(&comm->aborted, __ATOMIC_ACQUIRE))
         return;
     st = WEFT_FAULT_OR(WEFT_FAULT_DEVICE_LOST, comm->gpu->device_failed(comm->gctx, why, sizeof(why)));
     if (st == WEFT_OK)
         return;
-    w->device_failed = 1;
     weft_comm_fail_device(comm, why[0] ? why : "fault point device.lost");
 }
 
