@@ -157,8 +157,9 @@ static weft_status_t lost_status = WEFT_OK;
 static void on_error(void *arg, int peer, weft_status_t status)
 {
     (void)arg;
+    /* the status first: the test waits for the peer (acquire), then reads it */
+    __atomic_store_n(&lost_status, status, __ATOMIC_RELAXED);
     __atomic_store_n(&lost_peer, peer, __ATOMIC_RELEASE);
-    __atomic_store_n(&lost_status, status, __ATOMIC_RELEASE);
 }
 
 static weft_net_ctx_t *make_ctx(int rank, const char *secret_text, int wake_fd)
