@@ -10,7 +10,9 @@
  * whose pws on rank 1 lost its signal (a put) leaves rank 0's wait
  * unanswered: rank 0 must fail within the device timeout, naming it.
  * rppkt over a port channel (a plan of the DSL's shape, inline here) moves
- * packets between hosts; ppkt over one is refused. */
+ * packets between hosts, and on one host; so it does over a memory
+ * channel, with a single scratch buffer, and without the unpacking (its
+ * packets checked where they land); ppkt over one is refused. */
 #include "tap/basic.h"
 #include "plan-wide.h"
 #include "tap/job.h"
@@ -28,11 +30,15 @@
 static weft_unique_id_t id;
 
 typedef struct {
-    const char *file; /* under t/coll/plans/mscclpp-dsl-units; NULL: rppkt_plan */
+    const char *file; /* under t/coll/plans/mscclpp-dsl-units; NULL: rppkt_text */
     int hosts;        /* 1: one host; 0: one per rank */
     int puts;         /* the plan puts input chunk 0 to the peer's chunk 1 */
     int unsignalled;  /* rank 1's pws made a put: rank 0 must time out */
     int wide_put;     /* the pws put 2 chunks, not 1 (input chunks 0-1 to the peer's 2-3) */
+    /* rppkt only (file NULL) */
+    int memory;         /* over a memory channel, not a port channel */
+    int single_scratch; /* use_double_scratch_buffer false */
+    int no_unpack;      /* no upkt: the packets are checked in the scratch */
 } job_t;
 
 static unsigned char pattern(int rank, int round, size_t i)
@@ -46,26 +52,72 @@ static unsigned char pattern(int rank, int round, size_t i)
  * its input in scratch chunk 0 (cpkt), its proxy puts them, flags and
  * all, into the peer's scratch chunk 1 once they are complete (rppkt),
  * and each unpacks what the peer sent into its output (upkt): the output
- * is the peer's input.
+ * is the peer's input. Variants (job_t) take it apart where it fails: over
+ * a memory channel (the kernel writes the peer's scratch itself), with a
+ * single scratch buffer, and without the upkt (the test reads the packets
+ * the peer's proxy put into this rank's scratch).
  */
-#define RPPKT_GPU(me, peer)                                                                                           \
-    "{\"id\": " #me ", \"input_chunks\": 1, \"output_chunks\": 1, \"scratch_chunks\": 2, \"threadblocks\": [{\"id\": 0, "     \
-    "\"ops\": [{\"name\": \"cpkt\", \"src_buff\": [{\"type\": \"i\", \"index\": 0, \"size\": 1}], "                     \
-    "\"dst_buff\": [{\"type\": \"s\", \"index\": 0, \"size\": 1}]}, "                                                   \
-    "{\"name\": \"rppkt\", \"src_buff\": [{\"type\": \"s\", \"index\": 0, \"size\": 1}], "                             \
-    "\"dst_buff\": [{\"buffer_id\": 0, \"index\": 1, \"size\": 1}], \"channel_ids\": [0], \"channel_type\": \"port\"}, "    \
-    "{\"name\": \"upkt\", \"src_buff\": [{\"type\": \"s\", \"index\": 1, \"size\": 1}], "                              \
-    "\"dst_buff\": [{\"type\": \"o\", \"index\": 0, \"size\": 1}]}], "                                                   \
-    "\"channels\": [{\"channel_type\": \"port\", \"channel_ids\": [0]}], "                                             \
-    "\"remote_buffer_refs\": [{\"access_channel_type\": \"port\", \"remote_buffer_ids\": [0]}]}], "                      \
-    "\"channels\": [{\"channel_type\": \"port\", \"connected_to\": [" #peer "]}], "                                    \
-    "\"remote_buffers\": [{\"rank\": " #peer ", \"type\": \"s\", \"access_channel_types\": [\"port\"]}], "             \
-    "\"semaphores\": []}"
-static const char rppkt_plan[] =
-    "{\"name\": \"port_read_put_packets\", \"collective\": \"test\", \"protocol\": \"LL\", \"inplace\": false, "
-    "\"reuse_resources\": false, \"use_double_scratch_buffer\": true, \"buffer_alignment\": 16, "
-    "\"num_threads_per_block\": 1024, \"min_message_size\": 0, \"max_message_size\": 18446744073709551615, "
-    "\"gpus\": [" RPPKT_GPU(0, 1) ", " RPPKT_GPU(1, 0) "]}";
+static char *rppkt_text(const job_t *j)
+{
+    const char *ch = j->memory ? "memory" : "port";
+    char gpu[2][2048], *s = malloc(6144);
+    for (int me = 0; me < 2; me++)
+        snprintf(gpu[me], sizeof(gpu[me]),
+                 "{\"id\": %d, \"input_chunks\": 1, \"output_chunks\": 1, \"scratch_chunks\": 2, \"threadblocks\": "
+                 "[{\"id\": 0, \"ops\": [{\"name\": \"cpkt\", \"src_buff\": [{\"type\": \"i\", \"index\": 0, "
+                 "\"size\": 1}], \"dst_buff\": [{\"type\": \"s\", \"index\": 0, \"size\": 1}]}, "
+                 "{\"name\": \"rppkt\", \"src_buff\": [{\"type\": \"s\", \"index\": 0, \"size\": 1}], "
+                 "\"dst_buff\": [{\"buffer_id\": 0, \"index\": 1, \"size\": 1}], \"channel_ids\": [0], "
+                 "\"channel_type\": \"%s\"}%s], \"channels\": [{\"channel_type\": \"%s\", \"channel_ids\": [0]}], "
+                 "\"remote_buffer_refs\": [{\"access_channel_type\": \"%s\", \"remote_buffer_ids\": [0]}]}], "
+                 "\"channels\": [{\"channel_type\": \"%s\", \"connected_to\": [%d]}], "
+                 "\"remote_buffers\": [{\"rank\": %d, \"type\": \"s\", \"access_channel_types\": [\"%s\"]}], "
+                 "\"semaphores\": []}",
+                 me, ch,
+                 j->no_unpack ? ""
+                              : ", {\"name\": \"upkt\", \"src_buff\": [{\"type\": \"s\", \"index\": 1, \"size\": 1}], "
+                                "\"dst_buff\": [{\"type\": \"o\", \"index\": 0, \"size\": 1}]}",
+                 ch, ch, ch, 1 - me, 1 - me, ch);
+    if (s)
+        snprintf(s, 6144,
+                 "{\"name\": \"%s_read_put_packets\", \"collective\": \"test\", \"protocol\": \"LL\", "
+                 "\"inplace\": false, \"reuse_resources\": false, \"use_double_scratch_buffer\": %s, "
+                 "\"buffer_alignment\": 16, \"num_threads_per_block\": 1024, \"min_message_size\": 0, "
+                 "\"max_message_size\": 18446744073709551615, \"gpus\": [%s, %s]}",
+                 ch, j->single_scratch ? "false" : "true", gpu[0], gpu[1]);
+    return s;
+}
+
+/* No upkt: the peer's packets, put by its proxy into our scratch chunk 1
+ * (single scratch: bytes [2 chunk, 4 chunk)), carry the peer's input, each
+ * with the flag our own packets (chunk 0) carry. 0 when they do. */
+static int check_packets(weft_comm_t *comm, weft_plan_t *p, weft_stream_t *s, int peer, int round, size_t chunk)
+{
+    char *dev;
+    size_t bytes;
+    uint64_t *w = malloc(4 * chunk);
+    int fails = 0;
+    if (!w || weft_plan_buffer(comm, p, WEFT_PLAN_BUF_SCRATCH, (void **)&dev, &bytes) != WEFT_OK || bytes < 4 * chunk ||
+        weft_memcpy(s, w, dev, 4 * chunk) != WEFT_OK || weft_stream_synchronize(s) != WEFT_OK) {
+        free(w);
+        return rank_fail("the executor's scratch: %s", weft_get_last_error());
+    }
+    for (size_t u = 0; u < chunk / 8 && !fails; u++) {
+        const uint64_t *in = w + (2 * chunk + 16 * u) / 8, *own = w + 2 * u;
+        for (int h = 0; h < 2 && !fails; h++)
+            for (int b = 0; b < 4 && !fails; b++) {
+                size_t i = 8 * u + 4 * (size_t)h + (size_t)b;
+                unsigned got = (unsigned)(in[h] >> (8 * b)) & 0xffu;
+                if (got != pattern(peer, round, i) || in[h] >> 32 != own[h] >> 32)
+                    fails += rank_fail("rppkt without upkt, chunk %zu: packet %zu half %d is 0x%016llx (byte %zu: %u, "
+                                       "expected %u; our flag 0x%08llx)",
+                                       chunk, u, h, (unsigned long long)in[h], i, got, pattern(peer, round, i),
+                                       (unsigned long long)(own[h] >> 32));
+            }
+    }
+    free(w);
+    return fails;
+}
 
 /* The file's text, rank 1's pws turned into puts where @p unsignalled. */
 static char *plan_text(const job_t *j)
@@ -75,7 +127,7 @@ static char *plan_text(const job_t *j)
     long n;
     char *s;
     if (!j->file)
-        return strdup(rppkt_plan);
+        return rppkt_text(j);
     snprintf(path, sizeof(path), "%s/t/coll/plans/mscclpp-dsl-units/%s", TOP_SRCDIR, j->file);
     if (!(f = fopen(path, "r")) || fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) ||
         !(s = calloc(1, (size_t)n + 1)) || fread(s, 1, (size_t)n, f) != (size_t)n)
@@ -163,6 +215,12 @@ static int rank_main(int rank, int nranks, void *arg)
         } else if (st != WEFT_OK) {
             fails += rank_fail("%s, chunk %zu: %s: %s", j->file ? j->file : "rppkt", chunk, weft_status_string(st),
                                weft_get_last_error());
+        } else if (!j->file && j->no_unpack) {
+            /* the peer's put has landed once the peer is past its drain's flush */
+            if (weft_bootstrap_barrier(comm) != WEFT_OK)
+                fails += rank_fail("barrier: %s", weft_get_last_error());
+            else
+                fails += check_packets(comm, p, s, peer, (int)r, chunk);
         } else if (!j->file) {
             /* the output: the peer's input, through its packets */
             for (size_t i = 0; i < out_bytes && !fails; i++)
@@ -208,7 +266,7 @@ static int rank_main(int rank, int nranks, void *arg)
 /* One rank: what the executor refuses before anything runs, naming the op. */
 static int refusals(int rank, int nranks, void *arg)
 {
-    job_t j = {"put__put_with_signal_test.json", 1, 1, 0, 0};
+    job_t j = {.file = "put__put_with_signal_test.json", .hosts = 1, .puts = 1};
     weft_comm_t *comm;
     weft_plan_t *p;
     char *text = plan_text(&j), *at, *edited, why[512];
@@ -256,15 +314,15 @@ int main(void)
 {
     plan_wide_env();
     static const job_t plans[] = {
-        {"flush__flush_test.json", 1, 0, 0, 0},
-        {"flush__flush_fuse_test.json", 1, 0, 0, 0},
-        {"put__put_with_signal_test.json", 1, 1, 0, 0},
-        {"put__put_with_signal_and_flush_test.json", 1, 1, 0, 0},
-        {"put__put_with_signal_test.json", 1, 1, 0, 1},
-        {"put__put_with_signal_and_flush_test.json", 1, 1, 0, 1},
+        {.file = "flush__flush_test.json"},
+        {.file = "flush__flush_fuse_test.json"},
+        {.file = "put__put_with_signal_test.json", .puts = 1},
+        {.file = "put__put_with_signal_and_flush_test.json", .puts = 1},
+        {.file = "put__put_with_signal_test.json", .puts = 1, .wide_put = 1},
+        {.file = "put__put_with_signal_and_flush_test.json", .puts = 1, .wide_put = 1},
     };
     size_t n = sizeof(plans) / sizeof(plans[0]);
-    plan((int)(2 * n + 5));
+    plan((int)(2 * n + 9));
     /* WEFT_TEST_ONLY picks cases by name (tap_only): "rppkt", "network", ... */
     for (int hosts = 1; hosts >= 0; hosts--)
         for (size_t i = 0; i < n; i++) {
@@ -274,12 +332,25 @@ int main(void)
                      hosts ? "one host (IPC)" : "two hosts (network)");
         }
     for (int hosts = 1; hosts >= 0; hosts--) {
-        job_t j = {NULL, hosts, 0, 0, 0};
+        job_t j = {.hosts = hosts};
         run_case(2, rank_main, &j, "rppkt over a port channel (LL, double scratch), %s: the output is the peer's input",
                  hosts ? "one host (IPC)" : "two hosts (network)");
     }
+    {
+        /* the one-host case taken apart: the channel, the scratch, the upkt */
+        job_t mem = {.hosts = 1, .memory = 1}, single = {.hosts = 1, .single_scratch = 1};
+        run_case(2, rank_main, &mem, "rppkt over a memory channel (LL, double scratch), one host: the output is the peer's input");
+        run_case(2, rank_main, &single,
+                 "rppkt over a port channel (LL, single scratch), one host (IPC): the output is the peer's input");
+        for (int hosts = 1; hosts >= 0; hosts--) {
+            job_t j = {.hosts = hosts, .single_scratch = 1, .no_unpack = 1};
+            run_case(2, rank_main, &j,
+                     "rppkt over a port channel without upkt (LL, single scratch), %s: the peer's packets land in the scratch",
+                     hosts ? "one host (IPC)" : "two hosts (network)");
+        }
+    }
     for (int hosts = 1; hosts >= 0; hosts--) {
-        job_t j = {"put__put_with_signal_test.json", hosts, 1, 1, 0};
+        job_t j = {.file = "put__put_with_signal_test.json", .hosts = hosts, .puts = 1, .unsignalled = 1};
         run_case(2, rank_main, &j,
                  "put with signal, rank 1's signal removed, %s: rank 0's wait fails in bounded time, naming a rank",
                  hosts ? "one host" : "two hosts");
