@@ -358,6 +358,7 @@ static void *pusher_main(void *arg)
 {
     weft_comm_t *comm = arg;
     struct weft_window_set *set = comm->windows;
+    comm->gpu->own_thread(comm->gctx);
     pthread_mutex_lock(&set->lock);
     for (;;) {
         reg_job_t *j;

@@ -21,7 +21,7 @@
 #include "weft.h"
 #include "weft/device.h"
 
-#define WEFT_GPU_ABI_VERSION 7
+#define WEFT_GPU_ABI_VERSION 8
 
 /* Capabilities. */
 #define WEFT_CAP_IPC (1ull << 0)         /* peers on the host can map device memory */
@@ -197,6 +197,16 @@ typedef struct weft_gpu_ops {
      * it NULL: the table's default answers WEFT_OK.
      */
     weft_status_t (*device_failed)(weft_gpu_ctx_t *ctx, char *why, size_t len);
+    /*
+     * Called first by each thread of weft's own that calls the runtime for
+     * @p ctx (the proxy, the registration pusher, the peer watch): makes
+     * the context's device current for it and puts it in relaxed
+     * stream-capture mode for good, so that its calls (copies on its own
+     * streams, queries, imports) neither spoil nor are refused by a graph
+     * that the program captures in global mode on another thread. A backend
+     * with neither notion (host) leaves it NULL.
+     */
+    void (*own_thread)(weft_gpu_ctx_t *ctx);
 } weft_gpu_ops_t;
 
 /* Looks a backend up by name; the table returned is complete (stubs filled

@@ -53,6 +53,7 @@ static weft_status_t stub_stream_write_u64(weft_gpu_ctx_t *c, void *d, uint64_t 
 static weft_status_t stub_stream_write_u64_batch(weft_gpu_ctx_t *c, unsigned n, void *const *d, const uint64_t *v, weft_gpu_stream_t *s) { (void)c; (void)n; (void)d; (void)v; (void)s; return WEFT_ERR_UNSUPPORTED; }
 static weft_status_t stub_memcpy_async(weft_gpu_ctx_t *c, void *d, const void *s, size_t b, weft_gpu_stream_t *st) { (void)c; (void)d; (void)s; (void)b; (void)st; return WEFT_ERR_UNSUPPORTED; }
 static weft_status_t stub_device_failed(weft_gpu_ctx_t *c, char *w, size_t n) { (void)c; (void)w; (void)n; return WEFT_OK; }
+static void stub_own_thread(weft_gpu_ctx_t *c) { (void)c; }
 static weft_status_t stub_launch(weft_gpu_ctx_t *c, const weft_gpu_launch_t *l, weft_gpu_stream_t *s) { (void)c; (void)l; (void)s; return WEFT_ERR_UNSUPPORTED; }
 
 void weft_gpu_ops_complete(weft_gpu_ops_t *dst, const weft_gpu_ops_t *src)
@@ -68,7 +69,7 @@ void weft_gpu_ops_complete(weft_gpu_ops_t *dst, const weft_gpu_ops_t *src)
     FILL(stream_create); FILL(stream_destroy); FILL(stream_sync); FILL(stream_query); FILL(stream_capturing); FILL(capture_on_release);
     FILL(event_create); FILL(event_destroy); FILL(event_record); FILL(event_query);
     FILL(memcpy_async); FILL(launch); FILL(stream_write_u64); FILL(stream_write_u64_batch);
-    FILL(device_failed);
+    FILL(device_failed); FILL(own_thread);
 #undef FILL
 }
 

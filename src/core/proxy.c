@@ -295,6 +295,7 @@ static void *proxy_main(void *arg)
 
     /* Idle sleeps of 20 us must not become 70 (the default 50 us slack). */
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+    p->comm->gpu->own_thread(p->comm->gctx);
     pin_near_gpu(p->comm);
 
     for (;;) {

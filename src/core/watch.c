@@ -65,6 +65,7 @@ static void record_loss(struct weft_watch *w, int peer)
 static void *watch_main(void *arg)
 {
     struct weft_watch *w = arg;
+    w->comm->gpu->own_thread(w->comm->gctx);
     for (;;) {
         uint64_t now;
         /* every 100 ms: the grace periods' ends and the device check */

@@ -370,6 +370,13 @@ static weft_status_t gpurt_device_failed(weft_gpu_ctx_t *ctx, char *why, size_t 
     return WEFT_OK;
 }
 
+static void gpurt_own_thread(weft_gpu_ctx_t *ctx)
+{
+    rtStreamCaptureMode mode = rtStreamCaptureModeRelaxed;
+    RT(SetDevice)(ctx->device);
+    RT(ThreadExchangeStreamCaptureMode)(&mode);
+}
+
 static weft_status_t gpurt_stream_capturing(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *stream, int *capturing)
 {
     rtStreamCaptureStatus st = rtStreamCaptureStatusNone;
@@ -525,6 +532,7 @@ const weft_gpu_ops_t WEFT_GPURT_OPS = {
     .launch = gpurt_launch,
     .stream_write_u64 = gpurt_stream_write_u64,
     .device_failed = gpurt_device_failed,
+    .own_thread = gpurt_own_thread,
 #ifdef RT_WRITE_VALUE64_BATCH
     .stream_write_u64_batch = gpurt_stream_write_u64_batch,
 #endif
