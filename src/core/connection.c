@@ -229,6 +229,25 @@ void weft_connection_warn_stalled(weft_connection_t *c)
               c->comm->rank, c->peer);
 }
 
+/*
+ * The copy stream, made before the first kernel that needs the copies
+ * rather than at the first copy. A stream made by the proxy while a kernel
+ * runs can wait on that kernel: on CUDA (H100, with and without MPS), a
+ * proxy whose first put over IPC came while the program's thread sat in a
+ * copy to pageable host memory queued behind the kernel (it returns only
+ * once the kernel ends) stayed in that put until the kernel gave up (the
+ * rppkt plans of t/coll/plan-port-t), where the same puts after a signal
+ * that had made the stream ran.
+ */
+weft_status_t weft_connection_prepare_copies(weft_connection_t *c)
+{
+    if (!c)
+        return WEFT_ERR_INVALID_ARGUMENT;
+    if (c->ops != &ipc_copy_engine_ops)
+        return WEFT_OK;
+    return ce_stream(c) ? WEFT_OK : WEFT_ERR_BACKEND;
+}
+
 int weft_connection_copies_pending(weft_connection_t *c)
 {
     weft_gpu_stream_t *s = __atomic_load_n(&c->stream, __ATOMIC_ACQUIRE);

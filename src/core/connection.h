@@ -59,6 +59,14 @@ struct weft_connection {
     uint64_t posts;
 };
 
+/*
+ * Makes, on the caller's thread, what the proxy's copies over @p c need
+ * (a copy-engine IPC connection's copy stream), so that the proxy creates
+ * nothing while a kernel runs. Called as a proxy takes on a channel over
+ * @p c. Nothing for other kinds of connection.
+ */
+weft_status_t weft_connection_prepare_copies(weft_connection_t *c);
+
 /* Copy engine: 1 when copies this connection queued have not all run yet
  * (for reports of stalls), else 0. */
 int weft_connection_copies_pending(weft_connection_t *c);

@@ -446,12 +446,16 @@ weft_status_t weft_proxy_add_memory(weft_proxy_t *p, weft_mem_t *mem, uint32_t *
 
 weft_status_t weft_proxy_add_semaphore(weft_proxy_t *p, weft_semaphore_t *s, uint32_t *id)
 {
+    weft_status_t status;
     if (!p || !s || !id || s->comm != p->comm)
         return WEFT_ERR_INVALID_ARGUMENT;
     if (p->nchans > WEFT_TRIGGER_MAX_CHANNEL) {
         weft_error(WEFT_SUB_PROXY, "proxy: at most %u channels", WEFT_TRIGGER_MAX_CHANNEL + 1);
         return WEFT_ERR_INVALID_ARGUMENT;
     }
+    /* the copy stream now, not in the proxy while a kernel runs */
+    if ((status = weft_connection_prepare_copies(s->conn)) != WEFT_OK)
+        return status;
     p->chans[p->nchans] = s;
     *id = p->nchans;
     __atomic_store_n(&p->nchans, p->nchans + 1, __ATOMIC_RELEASE);

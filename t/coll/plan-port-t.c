@@ -88,19 +88,37 @@ static char *rppkt_text(const job_t *j)
     return s;
 }
 
-/* No upkt: the peer's packets, put by its proxy into our scratch chunk 1
- * (single scratch: bytes [2 chunk, 4 chunk)), carry the peer's input, each
- * with the flag our own packets (chunk 0) carry. 0 when they do. */
+/* The flags of our scratch chunk 1's packets (single scratch: bytes
+ * [2 chunk, 4 chunk)) all equal those of chunk 0's, @p w the scratch. */
+static int packets_complete(const uint64_t *w, size_t chunk)
+{
+    for (size_t u = 0; u < chunk / 8; u++)
+        for (int h = 0; h < 2; h++)
+            if (w[(2 * chunk + 16 * u) / 8 + (size_t)h] >> 32 != w[2 * u + (size_t)h] >> 32)
+                return 0;
+    return 1;
+}
+
+/* No upkt: the peer's packets, put by its proxy into our scratch chunk 1,
+ * carry the peer's input, each with the flag our own packets (chunk 0)
+ * carry. A flush makes a put's source reusable, not its data seen (over
+ * the network, the peer's receiver may still be landing it): the flags
+ * are awaited, 10 s at most. 0 when they do. */
 static int check_packets(weft_comm_t *comm, weft_plan_t *p, weft_stream_t *s, int peer, int round, size_t chunk)
 {
     char *dev;
     size_t bytes;
     uint64_t *w = malloc(4 * chunk);
     int fails = 0;
-    if (!w || weft_plan_buffer(comm, p, WEFT_PLAN_BUF_SCRATCH, (void **)&dev, &bytes) != WEFT_OK || bytes < 4 * chunk ||
-        weft_memcpy(s, w, dev, 4 * chunk) != WEFT_OK || weft_stream_synchronize(s) != WEFT_OK) {
-        free(w);
-        return rank_fail("the executor's scratch: %s", weft_get_last_error());
+    for (int tries = 0;; tries++) {
+        if (!w || weft_plan_buffer(comm, p, WEFT_PLAN_BUF_SCRATCH, (void **)&dev, &bytes) != WEFT_OK ||
+            bytes < 4 * chunk || weft_memcpy(s, w, dev, 4 * chunk) != WEFT_OK || weft_stream_synchronize(s) != WEFT_OK) {
+            free(w);
+            return rank_fail("the executor's scratch: %s", weft_get_last_error());
+        }
+        if (packets_complete(w, chunk) || tries == 10000)
+            break;
+        usleep(1000);
     }
     for (size_t u = 0; u < chunk / 8 && !fails; u++) {
         const uint64_t *in = w + (2 * chunk + 16 * u) / 8, *own = w + 2 * u;
@@ -216,7 +234,7 @@ static int rank_main(int rank, int nranks, void *arg)
             fails += rank_fail("%s, chunk %zu: %s: %s", j->file ? j->file : "rppkt", chunk, weft_status_string(st),
                                weft_get_last_error());
         } else if (!j->file && j->no_unpack) {
-            /* the peer's put has landed once the peer is past its drain's flush */
+            /* the peer's put was sent once the peer is past its drain's flush */
             if (weft_bootstrap_barrier(comm) != WEFT_OK)
                 fails += rank_fail("barrier: %s", weft_get_last_error());
             else
