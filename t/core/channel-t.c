@@ -9,6 +9,7 @@
 #include "tap/mesh.h"
 #include "tap/ranks.h"
 #include "weft.h"
+#include "semaphore.h" /* a port semaphore's connection */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -343,6 +344,10 @@ static int port_channels(int rank, int nranks, void *arg)
             weft_proxy_add_memory(proxy, m.rbuf[p], &remote_id[p]) != WEFT_OK ||
             weft_proxy_add_semaphore(proxy, sema[p], &chan[p]) != WEFT_OK)
             return rank_fail("port channel to %d: %s", p, weft_get_last_error());
+        /* the copy-engine path: the copy stream exists before any kernel,
+         * not made by the proxy at its first copy (weft_connection_prepare_copies) */
+        if (getenv("WEFT_IPC_COPY_ENGINE") && atoi(getenv("WEFT_IPC_COPY_ENGINE")) == 1 && !sema[p]->conn->stream)
+            fails += rank_fail("port channel to %d: no copy stream once the proxy took it on", p);
         weft_port_channel_device_handle(proxy, chan[p], remote_id[p], local_id, &pa->pc[p]);
         weft_mem_ptr(m.rbuf[p], (void **)&pa->remote[p]);
     }
