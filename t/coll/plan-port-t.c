@@ -188,6 +188,8 @@ static int rank_main(int rank, int nranks, void *arg)
     }
     if (j->unsignalled)
         cfg.device_timeout_ms = 1500;
+    else if (!j->file)
+        cfg.device_timeout_ms = 15000; /* rppkt: a hang (seen on GPUs) ends well within the test's 60 s */
     if (!job_id(rank, &id) || weft_comm_init(&id, nranks, rank, &cfg, &comm) != WEFT_OK ||
         weft_stream_create(comm, &s) != WEFT_OK)
         return rank_fail("init: %s", weft_get_last_error());
