@@ -71,12 +71,13 @@ static const weft_connection_ops_t ipc_direct_ops = {
 /* -- copy engine ------------------------------------------------------ */
 
 /*
- * The connection's stream, created on its first copy. Most connections
- * carry only memory-channel semaphores and never copy; a stream each would
- * spread a process's streams over more of the GPU's few hardware work
- * queues, and a copy stream that shares a queue with a running kernel
- * waits for that kernel to end (see WEFT_GPU_WORK_QUEUES). Whoever loses
- * the race to create it destroys its own.
+ * The connection's stream, created once a proxy takes on a channel over
+ * it (weft_connection_prepare_copies), or else at its first copy. Most
+ * connections carry only memory-channel semaphores and never copy; a
+ * stream each would spread a process's streams over more of the GPU's few
+ * hardware work queues, and a copy stream that shares a queue with a
+ * running kernel waits for that kernel to end (see WEFT_GPU_WORK_QUEUES).
+ * Whoever loses the race to create it destroys its own.
  */
 static weft_gpu_stream_t *ce_stream(weft_connection_t *c)
 {

@@ -75,9 +75,9 @@ static weft_status_t gpurt_check(rtError_t err, const char *what)
  * the runtime starts, weft asks for WEFT_GPU_WORK_QUEUES queues (8, the
  * CUDA default without MPS) through the runtime's variable, unless the user
  * set that variable, and keeps its own streams few: one internal stream
- * per context, a connection's copy stream only once it copies. Not more:
- * MPS clients share one pool, and 32 each left no room for a fourth
- * process. A process that started CUDA before weft keeps what it had; the
+ * per context, a connection's copy stream only once a proxy serves it.
+ * Not more: MPS clients share one pool, and 32 each left no room for a
+ * fourth process. A process that started CUDA before weft keeps what it had; the
  * proxy's stall report then says that copies wait in the GPU's queues.
  */
 static void request_work_queues(void)
