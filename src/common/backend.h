@@ -199,7 +199,8 @@ typedef struct weft_gpu_ops {
     weft_status_t (*device_failed)(weft_gpu_ctx_t *ctx, char *why, size_t len);
     /*
      * Called first by each thread of weft's own that calls the runtime for
-     * @p ctx (the proxy, the registration pusher, the peer watch): makes
+     * @p ctx (the proxy, the registration pusher, the peer watch, the
+     * ethernet transport's senders and receivers): makes
      * the context's device current for it and puts it in relaxed
      * stream-capture mode for good, so that its calls (copies on its own
      * streams, queries, imports) neither spoil nor are refused by a graph

@@ -189,6 +189,7 @@ static void *sender_main(void *arg)
     weft_eth_sock_t *s = arg;
     weft_net_ep_t *ep = s->ep;
 
+    ep->ctx->env.gpu->own_thread(ep->ctx->env.gctx); /* it stages device memory */
     for (;;) {
         weft_eth_item_t it;
         weft_status_t status;
@@ -393,6 +394,7 @@ static void *receiver_main(void *arg)
     weft_net_ep_t *ep = s->ep;
     const weft_net_env_t *env = &ep->ctx->env;
 
+    env->gpu->own_thread(env->gctx); /* it lands writes in device memory */
     for (;;) {
         uint8_t h[WEFT_ETH_HDR_BYTES];
         char why[160] = "";
