@@ -192,8 +192,8 @@ typedef struct weft_gpu_ops {
      * error in @p why (@p len bytes), once it holds a fault that no later
      * call can clear (an illegal address, a kernel's trap or assert, an
      * uncorrectable ECC error): every later call fails, so its communicators
-     * are over. Any thread; cheap enough to ask every 100 ms (the peer
-     * watch, src/core/watch.c). A backend without such faults (host) leaves
+     * are over. Asked from a thread that own_thread set up, cheap enough to
+     * ask every 100 ms (the peer watch, src/core/watch.c). A backend without such faults (host) leaves
      * it NULL: the table's default answers WEFT_OK.
      */
     weft_status_t (*device_failed)(weft_gpu_ctx_t *ctx, char *why, size_t len);

@@ -2,8 +2,9 @@
  * The NCCL API on the cuda backend, as a CUDA program uses it: device
  * buffers from cudaMalloc, the program's own stream, and collectives
  * captured in a CUDA graph and replayed with new inputs (as inference
- * engines do; once in global capture mode, while weft's threads work); what cannot be captured (point-to-point with a peer not
- * met yet, a communicator's first collective) is refused saying so;
+ * engines do; once in global capture mode, while weft's threads work);
+ * what cannot be captured (point-to-point with a peer not met yet, a
+ * communicator's first collective) is refused saying so;
  * send/recv captured once its link exists, replayed with new inputs;
  * ncclPutSignal/ncclWaitSignal round a ring into a window. Ranks are processes on the
  * GPU(s) here. Skips with a reason
@@ -107,12 +108,11 @@ static int rank_main(int rank, int nranks, void *arg)
         /* the last in global mode, held open for 300 ms: weft's own threads
          * (the peer watch queries the device every 100 ms, the proxy) call
          * the runtime meanwhile and must spoil nothing (own_thread) */
-        CUDA_OK(cudaStreamBeginCapture(stream, c + 1 == sizeof(counts) / sizeof(counts[0])
-                                                   ? cudaStreamCaptureModeGlobal
-                                                   : cudaStreamCaptureModeThreadLocal),
+        int global = c + 1 == sizeof(counts) / sizeof(counts[0]);
+        CUDA_OK(cudaStreamBeginCapture(stream, global ? cudaStreamCaptureModeGlobal : cudaStreamCaptureModeThreadLocal),
                 "cudaStreamBeginCapture");
         NCCL_OK(ncclAllReduce(in, out, n, ncclFloat, ncclSum, comm, stream), "ncclAllReduce under capture");
-        if (c + 1 == sizeof(counts) / sizeof(counts[0]))
+        if (global)
             usleep(300000);
         CUDA_OK(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
         CUDA_OK(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");

@@ -77,8 +77,9 @@ static weft_status_t gpurt_check(rtError_t err, const char *what)
  * set that variable, and keeps its own streams few: one internal stream
  * per context, a connection's copy stream only once a proxy serves it.
  * Not more: MPS clients share one pool, and 32 each left no room for a
- * fourth process. A process that started CUDA before weft keeps what it had; the
- * proxy's stall report then says that copies wait in the GPU's queues.
+ * fourth process. A process that started CUDA before weft keeps what it
+ * had; the proxy's stall report then says that copies wait in the GPU's
+ * queues.
  */
 static void request_work_queues(void)
 {
@@ -354,14 +355,9 @@ static weft_status_t gpurt_stream_query(weft_gpu_ctx_t *ctx, weft_gpu_stream_t *
 static weft_status_t gpurt_device_failed(weft_gpu_ctx_t *ctx, char *why, size_t len)
 {
     static const rtError_t sticky[] = {RT_STICKY_ERRORS};
-    rtStreamCaptureMode mode = rtStreamCaptureModeRelaxed;
-    rtError_t err;
-    /* relaxed for this thread: a query from it while the program captures
-     * a graph in global mode on another thread must not spoil the capture */
-    RT(ThreadExchangeStreamCaptureMode)(&mode);
-    RT(SetDevice)(ctx->device);
-    err = RT(StreamQuery)(ctx->internal);
-    RT(ThreadExchangeStreamCaptureMode)(&mode);
+    /* the caller's thread is set up by own_thread: the device current, in
+     * relaxed capture mode (the query must not spoil a program's capture) */
+    rtError_t err = RT(StreamQuery)(ctx->internal);
     for (size_t i = 0; i < sizeof(sticky) / sizeof(sticky[0]); i++)
         if (err == sticky[i]) {
             snprintf(why, len, "%s (%s)", RT(GetErrorName)(err), RT(GetErrorString)(err));
